@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the system packages that tests and the local stack need, from Debian's packages,
+# when they are missing: PostgreSQL (server + contrib for pg_stat_statements) and git.
+# Safe to run repeatedly; does nothing when everything is present.
+set -euo pipefail
+
+missing=()
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql postgresql-contrib)
+ls /usr/lib/postgresql/*/lib/pg_stat_statements.so >/dev/null 2>&1 || missing+=(postgresql-contrib)
+command -v git >/dev/null 2>&1 || missing+=(git)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "[install-deps] installing: ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The Debian package starts a system-wide cluster; the project runs its own throwaway ones.
+if command -v pg_lsclusters >/dev/null 2>&1; then
+  $sudo pg_ctlcluster --force "$(pg_lsclusters -h | awk 'NR==1{print $1}')" main stop 2>/dev/null || true
+fi
