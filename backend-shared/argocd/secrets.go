@@ -1,0 +1,159 @@
+package argocd
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Argo CD's labels that make a Secret a cluster or repository definition.
+const (
+	LabelSecretType           = "argocd.argoproj.io/secret-type"
+	SecretTypeCluster         = "cluster"
+	SecretTypeRepository      = "repository"
+	LabelManagedEnvironmentID = "managed-gitops.redhat.com/managed-environment-id"
+	LabelRepositoryCredID     = "managed-gitops.redhat.com/repository-credential-id"
+)
+
+// Cluster is what a cluster Secret says about a managed environment.
+type Cluster struct {
+	ManagedEnvironmentID string
+	TenantID             string
+	APIURL               string
+	BearerToken          string
+	CAData               []byte
+	Insecure             bool
+	Namespaces           []string
+	ClusterResources     bool
+}
+
+// ClusterSecret is the Argo CD cluster Secret of a managed environment.
+func ClusterSecret(namespace string, c Cluster) (*corev1.Secret, error) {
+	config, err := json.Marshal(argov1alpha1.ClusterConfig{
+		BearerToken: c.BearerToken,
+		TLSClientConfig: argov1alpha1.TLSClientConfig{
+			Insecure: c.Insecure,
+			CAData:   c.CAData,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	name := ClusterSecretName(c.ManagedEnvironmentID)
+	data := map[string][]byte{
+		"name":   []byte(name),
+		"server": []byte(ClusterServerURL(c.APIURL, c.ManagedEnvironmentID)),
+		"config": config,
+		// Scoping the cluster to the tenant's project keeps other tenants' Applications off it.
+		"project": []byte(AppProjectName(c.TenantID)),
+	}
+	if len(c.Namespaces) > 0 {
+		data["namespaces"] = []byte(strings.Join(c.Namespaces, ","))
+		data["clusterResources"] = []byte(strconv.FormatBool(c.ClusterResources))
+	}
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: namespace,
+			Labels: map[string]string{
+				LabelSecretType:           SecretTypeCluster,
+				LabelManagedBy:            ManagedByValue,
+				LabelTenantID:             c.TenantID,
+				LabelManagedEnvironmentID: c.ManagedEnvironmentID,
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}, nil
+}
+
+// Repository is what a repository Secret says about a repository credential.
+type Repository struct {
+	RepositoryCredentialID string
+	TenantID               string
+	URL                    string
+	Username               string
+	Password               string
+	SSHPrivateKey          string
+}
+
+// RepositorySecret is the Argo CD repository Secret of a repository credential, scoped to
+// the tenant's project so that no other tenant's Application can use it.
+func RepositorySecret(namespace string, r Repository) *corev1.Secret {
+	data := map[string][]byte{
+		"type":    []byte("git"),
+		"url":     []byte(r.URL),
+		"project": []byte(AppProjectName(r.TenantID)),
+	}
+	if r.SSHPrivateKey != "" {
+		data["sshPrivateKey"] = []byte(r.SSHPrivateKey)
+	} else {
+		data["username"] = []byte(r.Username)
+		data["password"] = []byte(r.Password)
+	}
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      RepositorySecretName(r.RepositoryCredentialID),
+			Namespace: namespace,
+			Labels: map[string]string{
+				LabelSecretType:       SecretTypeRepository,
+				LabelManagedBy:        ManagedByValue,
+				LabelTenantID:         r.TenantID,
+				LabelRepositoryCredID: r.RepositoryCredentialID,
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+}
+
+// ProjectDestination is one place a tenant's Applications may deploy to.
+type ProjectDestination struct {
+	// ManagedEnvironmentID empty means the cluster Argo CD runs on.
+	ManagedEnvironmentID string
+	// Namespace may be "*" for a managed environment (its credentials bound it).
+	Namespace string
+}
+
+// AppProject is a tenant's AppProject: its Applications may only read the tenant's
+// repositories and deploy only to the tenant's destinations.
+func AppProject(namespace, tenantID string, sourceRepos []string, destinations []ProjectDestination) *argov1alpha1.AppProject {
+	repos := slices.Clone(sourceRepos)
+	slices.Sort(repos)
+	repos = slices.Compact(repos)
+	dests := make([]argov1alpha1.ApplicationDestination, 0, len(destinations))
+	for _, d := range destinations {
+		dest := argov1alpha1.ApplicationDestination{Namespace: d.Namespace}
+		if d.ManagedEnvironmentID == "" {
+			dest.Server = InClusterServer
+		} else {
+			dest.Name = ClusterSecretName(d.ManagedEnvironmentID)
+		}
+		dests = append(dests, dest)
+	}
+	slices.SortFunc(dests, func(a, b argov1alpha1.ApplicationDestination) int {
+		return strings.Compare(a.Server+"|"+a.Name+"|"+a.Namespace, b.Server+"|"+b.Name+"|"+b.Namespace)
+	})
+	dests = slices.Compact(dests)
+	return &argov1alpha1.AppProject{
+		TypeMeta: metav1.TypeMeta{APIVersion: argov1alpha1.SchemeGroupVersion.String(), Kind: "AppProject"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      AppProjectName(tenantID),
+			Namespace: namespace,
+			Labels:    map[string]string{LabelManagedBy: ManagedByValue, LabelTenantID: tenantID},
+		},
+		Spec: argov1alpha1.AppProjectSpec{
+			SourceRepos:  repos,
+			Destinations: dests,
+			// Tenants deploy namespaced resources only; cluster-scoped ones stay denied.
+			ClusterResourceWhitelist: nil,
+		},
+	}
+}

@@ -1,0 +1,88 @@
+package testenv
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Process is a child process started beside the test, with its output in a log file.
+type Process struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+}
+
+// StartProcess starts path with args, writing its output to logPath.
+func StartProcess(path string, args []string, logPath string) (*Process, error) {
+	return startProcessAs(path, args, logPath, nil, nil)
+}
+
+// StartProcessWithEnv is StartProcess with env added to this process's environment.
+func StartProcessWithEnv(path string, args []string, logPath string, env []string) (*Process, error) {
+	return startProcessAs(path, args, logPath, env, nil)
+}
+
+// startProcessAs starts path with args and extra env, logging to logPath, as the given user
+// when cred is set.
+func startProcessAs(path string, args []string, logPath string, env []string, cred *syscall.Credential) (*Process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	// Own process group, so a Ctrl-C meant for the test runner does not skip our cleanup.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", path, err)
+	}
+	p := &Process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Running reports whether the process has not exited yet.
+func (p *Process) Running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop sends SIGTERM, waits up to grace, then kills.
+func (p *Process) Stop(grace time.Duration) error {
+	if !p.Running() {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	return nil
+}
+
+// Tail returns the end of the process's log, for error messages.
+func (p *Process) Tail() string {
+	data, _ := os.ReadFile(p.logPath)
+	const max = 2000
+	if len(data) > max {
+		data = data[len(data)-max:]
+	}
+	return string(bytes.TrimSpace(data))
+}
