@@ -1,0 +1,82 @@
+# GitOps Service. `make help` lists the targets.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+
+# Modules of the workspace (go.work); each binary module also builds with GOWORK=off.
+MODULES := api backend-shared backend cluster-agent appstudio-controller tests-e2e
+# Packages of every workspace module, as `go test` patterns.
+PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
+
+# Pinned tools (hack/tools/go.mod), built into bin/tools.
+TOOLS_BIN := $(CURDIR)/bin/tools
+CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen
+GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
+
+export KUBEBUILDER_ASSETS ?= $(shell hack/build-binaries.sh --assets-dir)
+
+# Go test flags; override e.g. `make test TEST_FLAGS='-run TestX -v'`.
+TEST_FLAGS ?= -count=1 -timeout=20m
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+##@ Run and test
+
+.PHONY: run
+run: deps binaries ## Run the service locally on an embedded stack (API server, PostgreSQL, the three binaries).
+	go run ./tests-e2e/cmd/local-stack
+
+.PHONY: test
+test: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
+	go test $(TEST_FLAGS) $(PACKAGES)
+
+.PHONY: deps
+deps: ## Install missing system packages (PostgreSQL, git) from Debian.
+	hack/install-deps.sh
+
+.PHONY: binaries
+binaries: ## Build (or reuse cached) kube-apiserver, kube-controller-manager and etcd.
+	hack/build-binaries.sh all
+
+.PHONY: build
+build: ## Build the three binaries into bin/, each with GOWORK=off as a release would.
+	@mkdir -p bin
+	for m in backend cluster-agent appstudio-controller; do (cd $$m && GOWORK=off go build -o ../bin/$$m .); done
+
+##@ Generate and verify
+
+.PHONY: tools
+tools: ## Build the pinned developer tools into bin/tools.
+	cd hack/tools && GOWORK=off go build -o $(TOOLS_BIN)/ sigs.k8s.io/controller-tools/cmd/controller-gen github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+.PHONY: generate
+generate: tools ## Generate deepcopy functions.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: tools ## Generate CRDs into manifests/crd/bases.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=manifests/crd/bases
+
+.PHONY: fmt
+fmt: ## gofmt every module.
+	gofmt -w $(MODULES) hack
+
+.PHONY: tidy
+tidy: ## go mod tidy every module and sync Argo CD's replace lines.
+	hack/sync-replaces.sh
+	for m in $(MODULES) hack/tools hack/kube-binaries hack/etcd; do (cd $$m && GOWORK=off go mod tidy); done
+
+.PHONY: lint
+lint: tools ## go vet and golangci-lint every module.
+	go vet $(PACKAGES)
+	for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...); done
+
+.PHONY: verify
+verify: ## Fail when generated files are stale, code is unformatted, go.mod files are untidy, or lint fails.
+	hack/verify.sh
+
+.PHONY: clean
+clean: ## Remove build output (the binary cache stays; see hack/build-binaries.sh).
+	rm -rf bin

@@ -1,0 +1,89 @@
+// Package manageropts holds the command-line options every binary of the service shares:
+// logging, metrics and probe addresses, leader election. Each binary binds them to its flag
+// set and turns them into controller-runtime manager options.
+package manageropts
+
+import (
+	"flag"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Options are the flags shared by the binaries.
+type Options struct {
+	MetricsAddr          string
+	ProbeAddr            string
+	LeaderElect          bool
+	LeaderElectionNS     string
+	GracefulShutdown     time.Duration
+	KubeAPIQPS           float64
+	KubeAPIBurst         int
+	zap                  zap.Options
+	defaultMetricsAddr   string
+	defaultProbeAddr     string
+	leaderElectionSuffix string
+}
+
+// New returns options with defaults; name picks the leader-election lock.
+func New(name, metricsAddr, probeAddr string) *Options {
+	return &Options{defaultMetricsAddr: metricsAddr, defaultProbeAddr: probeAddr, leaderElectionSuffix: name}
+}
+
+// BindFlags registers the options on fs.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.defaultMetricsAddr, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.defaultProbeAddr, "Address the /healthz and /readyz probes bind to.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election lease (default: the pod's namespace).")
+	fs.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for running reconciles to finish on shutdown.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "Queries per second to the Kubernetes API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "Burst of queries to the Kubernetes API server.")
+	o.zap = zap.Options{Development: false}
+	o.zap.BindFlags(fs)
+}
+
+// Logger builds the zap logger (through zapr) from the flags and installs it as the
+// controller-runtime default.
+func (o *Options) Logger() logr.Logger {
+	log := zap.New(zap.UseFlagOptions(&o.zap))
+	ctrl.SetLogger(log)
+	return log
+}
+
+// ManagerOptions turns the flags into manager options.
+func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
+	shutdown := o.GracefulShutdown
+	return ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        o.leaderElectionSuffix + ".managed-gitops.redhat.com",
+		LeaderElectionNamespace: o.LeaderElectionNS,
+		// Release the lease on a clean exit so a standby takes over at once.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &shutdown,
+	}
+}
+
+// RestConfig applies the client rate limits to cfg.
+func (o *Options) RestConfig(cfg *rest.Config) *rest.Config {
+	cfg.QPS = float32(o.KubeAPIQPS)
+	cfg.Burst = o.KubeAPIBurst
+	return cfg
+}
+
+// AddProbes installs the standard liveness and readiness checks.
+func AddProbes(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("readyz", healthz.Ping)
+}

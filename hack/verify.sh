@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Fails when generated files are stale, code is unformatted, go.mod files are untidy or
+# lint fails. Regenerated files are left in place, so a failing run also fixes them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+modules=(api backend-shared backend cluster-agent appstudio-controller tests-e2e)
+status=0
+fail() { echo "verify: $*" >&2; status=1; }
+
+generated() { find api -name 'zz_generated*.go'; find manifests/crd -type f; }
+before=$(generated | sort | xargs sha256sum)
+make -s generate manifests
+after=$(generated | sort | xargs sha256sum)
+[ "$before" == "$after" ] || fail "generated files were stale (now regenerated): $(diff <(echo "$before") <(echo "$after") | grep '^>' | awk '{print $3}' | tr '\n' ' ')"
+
+unformatted=$(gofmt -l "${modules[@]}" hack)
+[ -z "$unformatted" ] || fail "gofmt wants changes in: $unformatted"
+
+hack/sync-replaces.sh --check || fail "Argo CD replace lines are stale"
+for m in "${modules[@]}" hack/tools hack/kube-binaries hack/etcd; do
+  (cd "$m" && GOWORK=off go mod tidy -diff >/dev/null 2>&1) || fail "$m/go.mod is not tidy (run make tidy)"
+done
+
+make -s lint || fail "lint failed"
+exit $status
