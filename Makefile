@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 
 # Modules of the workspace (go.work); each binary module also builds with GOWORK=off.
-MODULES := api backend-shared backend cluster-agent appstudio-controller tests-e2e
+MODULES := api db-schema backend-shared backend cluster-agent appstudio-controller tests-e2e
 # Packages of every workspace module, as `go test` patterns.
 PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 

@@ -3,7 +3,7 @@
 # lint fails. Regenerated files are left in place, so a failing run also fixes them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-modules=(api backend-shared backend cluster-agent appstudio-controller tests-e2e)
+modules=(api db-schema backend-shared backend cluster-agent appstudio-controller tests-e2e)
 status=0
 fail() { echo "verify: $*" >&2; status=1; }
 

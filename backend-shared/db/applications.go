@@ -1,0 +1,165 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/uptrace/bun"
+)
+
+// ApplicationNamePrefix starts every Argo CD Application name: gitopsdepl-<GitOpsDeployment UID>.
+const ApplicationNamePrefix = "gitopsdepl-"
+
+// ApplicationName is the Argo CD Application name of a GitOpsDeployment.
+func ApplicationName(deploymentUID string) string { return ApplicationNamePrefix + deploymentUID }
+
+// Application is the desired Argo CD Application of a GitOpsDeployment.
+type Application struct {
+	bun.BaseModel `bun:"table:applications,alias:app"`
+
+	ID       string `bun:"id,pk,nullzero,type:uuid,default:gen_random_uuid()"`
+	TenantID string `bun:"tenant_id,notnull,type:uuid"`
+	// Name is the Argo CD Application name (see ApplicationName).
+	Name             string `bun:"name,notnull"`
+	EngineInstanceID string `bun:"engine_instance_id,notnull,type:uuid"`
+	// ManagedEnvironmentID is the target; empty for the engine's own cluster, and after
+	// the environment was deleted.
+	ManagedEnvironmentID string                       `bun:"managed_environment_id,nullzero,type:uuid"`
+	Spec                 argov1alpha1.ApplicationSpec `bun:"spec,type:jsonb,notnull"`
+	CreatedAt            time.Time                    `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+	UpdatedAt            time.Time                    `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+}
+
+// UpsertApplication inserts app, or updates the application of the same name when its
+// engine instance, target or spec differ, and reports whether anything was written, so
+// the caller creates an Operation only for a real change. app is refreshed from the row.
+// ErrConflict if the name belongs to another tenant (whose row is left untouched).
+func (s *Store) UpsertApplication(ctx context.Context, idb bun.IDB, app *Application) (changed bool, err error) {
+	columns := []string{"tenant_id", "name", "engine_instance_id", "managed_environment_id", "spec"}
+	if app.ID != "" {
+		// The backend uses the GitOpsDeployment's UID, so notifications about the
+		// application map to the CR without a lookup.
+		columns = append(columns, "id")
+	}
+	res, err := idb.NewInsert().Model(app).
+		Column(columns...).
+		On("CONFLICT (name) DO UPDATE").
+		Set("engine_instance_id = EXCLUDED.engine_instance_id").
+		Set("managed_environment_id = EXCLUDED.managed_environment_id").
+		Set("spec = EXCLUDED.spec").
+		Set("updated_at = now()").
+		Where("app.tenant_id = EXCLUDED.tenant_id").
+		Where("(app.engine_instance_id, app.managed_environment_id, app.spec) IS DISTINCT FROM " +
+			"(EXCLUDED.engine_instance_id, EXCLUDED.managed_environment_id, EXCLUDED.spec)").
+		Returning("*").
+		Exec(ctx)
+	if err != nil {
+		return false, translate(err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return true, nil
+	}
+	// Unchanged, or another tenant's: read it back under the caller's tenant.
+	existing := new(Application)
+	err = idb.NewSelect().Model(existing).Where("app.name = ? AND app.tenant_id = ?", app.Name, app.TenantID).Scan(ctx)
+	if err != nil {
+		if errors.Is(translate(err), ErrNotFound) {
+			return false, fmt.Errorf("application %s belongs to another tenant: %w", app.Name, ErrConflict)
+		}
+		return false, translate(err)
+	}
+	*app = *existing
+	return false, nil
+}
+
+// GetApplication returns one of the tenant's applications.
+func (s *Store) GetApplication(ctx context.Context, idb bun.IDB, tenantID, id string) (*Application, error) {
+	app := new(Application)
+	if err := idb.NewSelect().Model(app).Where("app.tenant_id = ? AND app.id = ?", tenantID, id).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("application %s: %w", id, translate(err))
+	}
+	return app, nil
+}
+
+// GetApplicationByDeploymentUID returns the tenant's application of a GitOpsDeployment.
+func (s *Store) GetApplicationByDeploymentUID(ctx context.Context, idb bun.IDB, tenantID, deploymentUID string) (*Application, error) {
+	app := new(Application)
+	err := idb.NewSelect().Model(app).
+		Join("JOIN deployment_application_mappings AS dam ON dam.application_id = app.id AND dam.tenant_id = app.tenant_id").
+		Where("app.tenant_id = ? AND dam.deployment_uid = ?", tenantID, deploymentUID).
+		Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("application of GitOpsDeployment %s: %w", deploymentUID, translate(err))
+	}
+	return app, nil
+}
+
+// GetApplicationByName returns an application of an engine instance by Argo CD name: how
+// the cluster-agent, which sees Argo CD Applications, finds rows. Scoped by engine
+// instance, the cluster-agent's unit of access.
+func (s *Store) GetApplicationByName(ctx context.Context, idb bun.IDB, engineInstanceID, name string) (*Application, error) {
+	app := new(Application)
+	err := idb.NewSelect().Model(app).Where("app.engine_instance_id = ? AND app.name = ?", engineInstanceID, name).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("application %s: %w", name, translate(err))
+	}
+	return app, nil
+}
+
+// GetApplicationForEngineInstance returns an application by id, scoped by engine instance
+// (the cluster-agent acting on an Operation).
+func (s *Store) GetApplicationForEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID, id string) (*Application, error) {
+	app := new(Application)
+	err := idb.NewSelect().Model(app).Where("app.engine_instance_id = ? AND app.id = ?", engineInstanceID, id).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("application %s: %w", id, translate(err))
+	}
+	return app, nil
+}
+
+// ListApplications returns the tenant's applications.
+func (s *Store) ListApplications(ctx context.Context, idb bun.IDB, tenantID string) ([]Application, error) {
+	var apps []Application
+	err := idb.NewSelect().Model(&apps).Where("app.tenant_id = ?", tenantID).Order("app.name").Scan(ctx)
+	return apps, translate(err)
+}
+
+// ListApplicationsByEngineInstance returns the applications an engine instance runs (the
+// cluster-agent's resync).
+func (s *Store) ListApplicationsByEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]Application, error) {
+	var apps []Application
+	err := idb.NewSelect().Model(&apps).Where("app.engine_instance_id = ?", engineInstanceID).Order("app.name").Scan(ctx)
+	return apps, translate(err)
+}
+
+// DeleteApplication deletes one of the tenant's applications with its state and
+// deployment mapping; its sync operations lose their application.
+func (s *Store) DeleteApplication(ctx context.Context, idb bun.IDB, tenantID, id string) error {
+	res, err := idb.NewDelete().Model((*Application)(nil)).Where("tenant_id = ? AND id = ?", tenantID, id).Exec(ctx)
+	if err != nil {
+		return translateDelete(err)
+	}
+	return notFoundIfNone(res, "application "+id)
+}
+
+// DeleteApplicationByDeploymentUID deletes the tenant's application of a GitOpsDeployment
+// (and so the mapping) and returns it, for the Operation that removes it from Argo CD.
+func (s *Store) DeleteApplicationByDeploymentUID(ctx context.Context, idb bun.IDB, tenantID, deploymentUID string) (*Application, error) {
+	app := new(Application)
+	res, err := idb.NewDelete().Model(app).
+		Where("app.tenant_id = ?", tenantID).
+		Where("app.id = (SELECT application_id FROM deployment_application_mappings WHERE tenant_id = ? AND deployment_uid = ?)",
+			tenantID, deploymentUID).
+		Returning("*").
+		Exec(ctx)
+	if err != nil {
+		return nil, translateDelete(err)
+	}
+	if err := notFoundIfNone(res, "application of GitOpsDeployment "+deploymentUID); err != nil {
+		return nil, err
+	}
+	return app, nil
+}

@@ -1,0 +1,116 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/uptrace/bun"
+)
+
+// Health statuses (Argo CD's) accepted by application_states.health_status.
+const (
+	HealthHealthy     = "Healthy"
+	HealthProgressing = "Progressing"
+	HealthDegraded    = "Degraded"
+	HealthSuspended   = "Suspended"
+	HealthMissing     = "Missing"
+	HealthUnknown     = "Unknown"
+)
+
+// Sync statuses (Argo CD's) accepted by application_states.sync_status.
+const (
+	SyncStatusSynced    = "Synced"
+	SyncStatusOutOfSync = "OutOfSync"
+	SyncStatusUnknown   = "Unknown"
+)
+
+// ApplicationState is what Argo CD reports about an application, as the cluster-agent
+// last wrote it.
+type ApplicationState struct {
+	bun.BaseModel `bun:"table:application_states,alias:appstate"`
+
+	ApplicationID string `bun:"application_id,pk,type:uuid"`
+	// Health is one of the Health* constants; empty is stored as Unknown.
+	Health        string `bun:"health_status,notnull"`
+	HealthMessage string `bun:"health_message,notnull"`
+	// SyncStatus is one of the SyncStatus* constants; empty is stored as Unknown.
+	SyncStatus string                              `bun:"sync_status,notnull"`
+	Revision   string                              `bun:"sync_revision,notnull"`
+	Resources  []argov1alpha1.ResourceStatus       `bun:"resources,type:jsonb,notnull"`
+	Conditions []argov1alpha1.ApplicationCondition `bun:"conditions,type:jsonb,notnull"`
+	// ReconciledState is what Argo CD last compared against (status.sync.comparedTo).
+	ReconciledState *argov1alpha1.ComparedTo     `bun:"reconciled_state,type:jsonb"`
+	OperationState  *argov1alpha1.OperationState `bun:"operation_state,type:jsonb"`
+	UpdatedAt       time.Time                    `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+}
+
+// UpsertApplicationState writes st when it differs from the stored state and reports
+// whether it did: the comparison happens in PostgreSQL (IS DISTINCT FROM, JSONB compared by
+// value), so the cluster-agent writes and notifies only on a real change, with no read
+// first. st.UpdatedAt is set when written.
+func (s *Store) UpsertApplicationState(ctx context.Context, idb bun.IDB, st *ApplicationState) (changed bool, err error) {
+	if st.Health == "" {
+		st.Health = HealthUnknown
+	}
+	if st.SyncStatus == "" {
+		st.SyncStatus = SyncStatusUnknown
+	}
+	if st.Resources == nil {
+		st.Resources = []argov1alpha1.ResourceStatus{}
+	}
+	if st.Conditions == nil {
+		st.Conditions = []argov1alpha1.ApplicationCondition{}
+	}
+	res, err := idb.NewInsert().Model(st).
+		Column("application_id", "health_status", "health_message", "sync_status", "sync_revision",
+			"resources", "conditions", "reconciled_state", "operation_state").
+		On("CONFLICT (application_id) DO UPDATE").
+		Set("health_status = EXCLUDED.health_status").
+		Set("health_message = EXCLUDED.health_message").
+		Set("sync_status = EXCLUDED.sync_status").
+		Set("sync_revision = EXCLUDED.sync_revision").
+		Set("resources = EXCLUDED.resources").
+		Set("conditions = EXCLUDED.conditions").
+		Set("reconciled_state = EXCLUDED.reconciled_state").
+		Set("operation_state = EXCLUDED.operation_state").
+		Set("updated_at = now()").
+		Where("(appstate.health_status, appstate.health_message, appstate.sync_status, appstate.sync_revision, " +
+			"appstate.resources, appstate.conditions, appstate.reconciled_state, appstate.operation_state) IS DISTINCT FROM " +
+			"(EXCLUDED.health_status, EXCLUDED.health_message, EXCLUDED.sync_status, EXCLUDED.sync_revision, " +
+			"EXCLUDED.resources, EXCLUDED.conditions, EXCLUDED.reconciled_state, EXCLUDED.operation_state)").
+		Returning("updated_at").
+		Exec(ctx)
+	if err != nil {
+		return false, translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// GetApplicationState returns the state of one of the tenant's applications.
+func (s *Store) GetApplicationState(ctx context.Context, idb bun.IDB, tenantID, applicationID string) (*ApplicationState, error) {
+	st := new(ApplicationState)
+	err := idb.NewSelect().Model(st).
+		Join("JOIN applications AS app ON app.id = appstate.application_id").
+		Where("app.tenant_id = ? AND appstate.application_id = ?", tenantID, applicationID).
+		Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("state of application %s: %w", applicationID, translate(err))
+	}
+	return st, nil
+}
+
+// DeleteApplicationState deletes the state of an engine instance's application (the
+// cluster-agent, when the Argo CD Application is gone).
+func (s *Store) DeleteApplicationState(ctx context.Context, idb bun.IDB, engineInstanceID, applicationID string) error {
+	res, err := idb.NewDelete().Model((*ApplicationState)(nil)).
+		Where("application_id = ?", applicationID).
+		Where("application_id IN (SELECT id FROM applications WHERE engine_instance_id = ?)", engineInstanceID).
+		Exec(ctx)
+	if err != nil {
+		return translateDelete(err)
+	}
+	return notFoundIfNone(res, "state of application "+applicationID)
+}

@@ -1,0 +1,160 @@
+// Package notify carries PostgreSQL LISTEN/NOTIFY signals between the components: the
+// cluster-agent announces "application state changed" and "operation changed", and every
+// backend replica listens, so status follows Argo CD without polling. Payloads are ids
+// only; receivers read the rows.
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
+
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+)
+
+// Channels.
+const (
+	// ApplicationStateChanged carries an application id whose application_states row changed.
+	ApplicationStateChanged = "application_state_changed"
+	// OperationChanged carries an operation id whose state changed.
+	OperationChanged = "operation_changed"
+)
+
+// Publish sends a notification through idb. Inside a transaction PostgreSQL delivers it
+// only when (and if) the transaction commits, so listeners never see uncommitted rows.
+func Publish(ctx context.Context, idb bun.IDB, channel, payload string) error {
+	if _, err := idb.NewRaw("SELECT pg_notify(?, ?)", channel, payload).Exec(ctx); err != nil {
+		return fmt.Errorf("publishing on %s: %w", channel, err)
+	}
+	return nil
+}
+
+// PublishApplicationStateChanged announces that an application's state changed.
+func PublishApplicationStateChanged(ctx context.Context, idb bun.IDB, applicationID string) error {
+	return Publish(ctx, idb, ApplicationStateChanged, applicationID)
+}
+
+// PublishOperationChanged announces that an operation changed.
+func PublishOperationChanged(ctx context.Context, idb bun.IDB, operationID string) error {
+	return Publish(ctx, idb, OperationChanged, operationID)
+}
+
+// Listener holds a dedicated connection (LISTEN does not work through a pool) and calls
+// Handler for every notification on Channels. When the connection is lost it reconnects
+// with capped exponential backoff, listens again and calls OnReconnect, since whatever was
+// notified meanwhile is lost and the consumer must resync.
+//
+// It is a controller-runtime Runnable that runs on every replica (no leader election):
+// add it with mgr.Add. Handler and OnReconnect run on the listener's goroutine, one at a
+// time, and should only enqueue work (e.g. into a source.Channel).
+type Listener struct {
+	// Config is the database to listen on; the TLS policy of db.Open applies.
+	Config db.Config
+	// Channels to LISTEN on.
+	Channels []string
+	// Handler is called with each notification.
+	Handler func(channel, payload string)
+	// OnReconnect, if set, is called after every reconnection (not after the first
+	// connection).
+	OnReconnect func(ctx context.Context)
+	// MinBackoff and MaxBackoff bound the wait between connection attempts (defaults 100ms
+	// and 30s).
+	MinBackoff, MaxBackoff time.Duration
+	// Log is used when set; otherwise the logger of Start's context.
+	Log *logr.Logger
+}
+
+// NeedLeaderElection is false: every replica needs the notifications.
+func (l *Listener) NeedLeaderElection() bool { return false }
+
+// Start listens until ctx is cancelled, then returns nil. It returns an error only for a
+// configuration that can never work (e.g. an invalid URL).
+func (l *Listener) Start(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx)
+	if l.Log != nil {
+		log = *l.Log
+	}
+	log = log.WithName("notify-listener")
+	if len(l.Channels) == 0 || l.Handler == nil {
+		return errors.New("notify listener: Channels and Handler are required")
+	}
+	cc, err := l.Config.ConnConfig()
+	if err != nil {
+		return err
+	}
+	// Detect a dead server or network within ~30s instead of waiting forever in
+	// WaitForNotification: TCP keepalives need no goroutine and no polling query.
+	dialer := &net.Dialer{
+		Timeout:         15 * time.Second,
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3},
+	}
+	cc.DialFunc = dialer.DialContext
+
+	minB, maxB := l.MinBackoff, l.MaxBackoff
+	if minB <= 0 {
+		minB = 100 * time.Millisecond
+	}
+	if maxB < minB {
+		maxB = max(30*time.Second, minB)
+	}
+	backoff := minB
+	connectedBefore := false
+	for {
+		conn, err := l.connect(ctx, cc)
+		if err == nil {
+			if connectedBefore {
+				log.Info("Reconnected to the database; resyncing")
+				if l.OnReconnect != nil {
+					l.OnReconnect(ctx)
+				}
+			}
+			connectedBefore = true
+			backoff = minB
+			err = l.receive(ctx, conn)
+			closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = conn.Close(closeCtx)
+			cancel()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		log.Error(err, "Database notification connection failed; reconnecting", "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, maxB)
+	}
+}
+
+func (l *Listener) connect(ctx context.Context, cc *pgx.ConnConfig) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range l.Channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			_ = conn.Close(context.Background())
+			return nil, err
+		}
+	}
+	return conn, nil
+}
+
+// receive delivers notifications until the connection fails or ctx ends.
+func (l *Listener) receive(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		l.Handler(n.Channel, n.Payload)
+	}
+}

@@ -1,0 +1,144 @@
+package notify_test
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/uptrace/bun"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+var (
+	_ manager.Runnable               = &notify.Listener{}
+	_ manager.LeaderElectionRunnable = &notify.Listener{}
+)
+
+type received struct{ channel, payload string }
+
+// startListener runs a Listener whose connection is tagged with a unique application_name
+// (so a test can find and kill it) until the test ends; it waits until it is listening.
+func startListener(t *testing.T, cfg db.Config, onReconnect func(context.Context)) (<-chan received, string, *bun.DB) {
+	t.Helper()
+	g := NewWithT(t)
+	appName := "listener-" + t.Name()
+	u, err := url.Parse(cfg.URL)
+	g.Expect(err).NotTo(HaveOccurred())
+	q := u.Query()
+	q.Set("application_name", appName)
+	u.RawQuery = q.Encode()
+	listenCfg := cfg
+	listenCfg.URL = u.String()
+
+	got := make(chan received, 100)
+	l := &notify.Listener{
+		Config:      listenCfg,
+		Channels:    []string{notify.ApplicationStateChanged, notify.OperationChanged},
+		Handler:     func(ch, p string) { got <- received{ch, p} },
+		OnReconnect: onReconnect,
+		MinBackoff:  10 * time.Millisecond,
+		MaxBackoff:  200 * time.Millisecond,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("listener returned %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("listener did not return after cancellation")
+		}
+	})
+
+	bdb := dbtest.Open(t, cfg)
+	waitListening(t, bdb, appName)
+	return got, appName, bdb
+}
+
+// waitListening waits until the listener's session has run its last LISTEN.
+func waitListening(t *testing.T, bdb *bun.DB, appName string) {
+	t.Helper()
+	NewWithT(t).Eventually(func() (int64, error) {
+		return bdb.NewSelect().TableExpr("pg_stat_activity").
+			Where("application_name = ? AND query LIKE 'LISTEN %' AND query LIKE ?", appName, "%"+notify.OperationChanged+"%").
+			Count(context.Background())
+	}, 10*time.Second, 20*time.Millisecond).Should(BeEquivalentTo(1))
+}
+
+func TestNotificationDelivered(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	got, _, bdb := startListener(t, dbtest.NewConfig(t), nil)
+
+	g.Expect(notify.PublishApplicationStateChanged(context.Background(), bdb, "app-1")).To(Succeed())
+	g.Expect(notify.PublishOperationChanged(context.Background(), bdb, "op-1")).To(Succeed())
+	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.ApplicationStateChanged, "app-1"})))
+	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.OperationChanged, "op-1"})))
+	g.Expect(notify.Publish(context.Background(), bdb, "unrelated", "x")).To(Succeed())
+	g.Consistently(got, 200*time.Millisecond).ShouldNot(Receive())
+}
+
+func TestNotificationDeliveredOnlyAfterCommit(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	got, _, bdb := startListener(t, dbtest.NewConfig(t), nil)
+
+	tx, err := bdb.BeginTx(ctx, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(notify.PublishOperationChanged(ctx, tx, "op-committed")).To(Succeed())
+	g.Consistently(got, 300*time.Millisecond).ShouldNot(Receive(), "not before commit")
+	g.Expect(tx.Commit()).To(Succeed())
+	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.OperationChanged, "op-committed"})))
+
+	tx, err = bdb.BeginTx(ctx, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(notify.PublishOperationChanged(ctx, tx, "op-rolled-back")).To(Succeed())
+	g.Expect(tx.Rollback()).To(Succeed())
+	g.Consistently(got, 300*time.Millisecond).ShouldNot(Receive(), "never after rollback")
+}
+
+func TestListenerSurvivesConnectionLoss(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	var reconnects atomic.Int32
+	got, appName, bdb := startListener(t, dbtest.NewConfig(t), func(context.Context) { reconnects.Add(1) })
+
+	for round := int32(1); round <= 2; round++ {
+		var killed int
+		g.Expect(bdb.NewRaw("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ?", appName).
+			Scan(ctx, &killed)).To(Succeed())
+		g.Expect(killed).To(Equal(1))
+		g.Eventually(reconnects.Load, 10*time.Second, 10*time.Millisecond).Should(Equal(round))
+		waitListening(t, bdb, appName)
+
+		g.Expect(notify.PublishApplicationStateChanged(ctx, bdb, "after-reconnect")).To(Succeed())
+		g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.ApplicationStateChanged, "after-reconnect"})))
+	}
+}
+
+func TestListenerRejectsInsecureConfig(t *testing.T) {
+	t.Parallel()
+	l := &notify.Listener{
+		Config:   db.Config{URL: "postgres://db.example.com/x?sslmode=disable"},
+		Channels: []string{notify.OperationChanged},
+		Handler:  func(string, string) {},
+	}
+	NewWithT(t).Expect(l.Start(context.Background())).To(MatchError(ContainSubstring("sslmode")))
+	NewWithT(t).Expect(l.NeedLeaderElection()).To(BeFalse())
+}

@@ -1,0 +1,153 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// OperationResourceType is the kind of row an operation is about.
+type OperationResourceType string
+
+// Operation resource types. An AppProject operation's resource id is the tenant's id.
+const (
+	OperationResourceManagedEnvironment   OperationResourceType = "ManagedEnvironment"
+	OperationResourceRepositoryCredential OperationResourceType = "RepositoryCredential"
+	OperationResourceApplication          OperationResourceType = "Application"
+	OperationResourceSyncOperation        OperationResourceType = "SyncOperation"
+	OperationResourceAppProject           OperationResourceType = "AppProject"
+)
+
+// OperationState is the progress of an operation.
+type OperationState string
+
+// Operation states.
+const (
+	OperationWaiting    OperationState = "Waiting"
+	OperationInProgress OperationState = "In_Progress"
+	OperationCompleted  OperationState = "Completed"
+	OperationFailed     OperationState = "Failed"
+)
+
+// Finished reports whether the state is final (Completed or Failed).
+func (s OperationState) Finished() bool { return s == OperationCompleted || s == OperationFailed }
+
+// Operation tells the cluster-agent of an engine instance to make Argo CD match the row
+// (ResourceType, ResourceID): create, update, or delete when the row is gone.
+type Operation struct {
+	bun.BaseModel `bun:"table:operations,alias:op"`
+
+	ID               string                `bun:"id,pk,nullzero,type:uuid,default:gen_random_uuid()"`
+	EngineInstanceID string                `bun:"engine_instance_id,notnull,type:uuid"`
+	ResourceType     OperationResourceType `bun:"resource_type,notnull"`
+	ResourceID       string                `bun:"resource_id,notnull,type:uuid"`
+	// OwnerTenantID is the tenant on whose behalf; empty for system operations and after
+	// the tenant was deleted.
+	OwnerTenantID      string         `bun:"owner_tenant_id,nullzero,type:uuid"`
+	State              OperationState `bun:"state,nullzero,notnull,default:'Waiting'"`
+	HumanReadableState string         `bun:"human_readable_state,notnull"`
+	// GCExpiration is how long the operation is kept once finished (whole seconds);
+	// zero keeps it until deleted.
+	GCExpirationSeconds int `bun:"gc_expiration_seconds,notnull"`
+	// GCExpiresAt is set when the operation finishes, if GCExpirationSeconds > 0.
+	GCExpiresAt time.Time `bun:"gc_expires_at,nullzero"`
+	CreatedAt   time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+	UpdatedAt   time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+}
+
+// CreateOperation inserts op (Waiting unless op.State says otherwise) and fills in its id
+// and timestamps.
+func (s *Store) CreateOperation(ctx context.Context, idb bun.IDB, op *Operation) error {
+	_, err := idb.NewInsert().Model(op).
+		Column("engine_instance_id", "resource_type", "resource_id", "owner_tenant_id", "state",
+			"human_readable_state", "gc_expiration_seconds").
+		Returning("*").
+		Exec(ctx)
+	return translate(err)
+}
+
+// GetOperation returns an operation by id. Not scoped: operations are the system's, and
+// the backend receives bare ids in operation_changed notifications.
+func (s *Store) GetOperation(ctx context.Context, idb bun.IDB, id string) (*Operation, error) {
+	op := new(Operation)
+	if err := idb.NewSelect().Model(op).Where("op.id = ?", id).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("operation %s: %w", id, translate(err))
+	}
+	return op, nil
+}
+
+// ListPendingOperations returns the operations of an engine instance that are neither
+// Completed nor Failed, oldest first (the cluster-agent's resync); served by a partial index.
+func (s *Store) ListPendingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]Operation, error) {
+	var ops []Operation
+	err := idb.NewSelect().Model(&ops).
+		Where("op.engine_instance_id = ? AND op.state IN (?, ?)", engineInstanceID, OperationWaiting, OperationInProgress).
+		Order("op.created_at", "op.id").
+		Scan(ctx)
+	return ops, translate(err)
+}
+
+// ListOperationsForResource returns the operations about a row, newest first.
+func (s *Store) ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType OperationResourceType, resourceID string) ([]Operation, error) {
+	var ops []Operation
+	err := idb.NewSelect().Model(&ops).
+		Where("op.resource_type = ? AND op.resource_id = ?", resourceType, resourceID).
+		Order("op.created_at DESC", "op.id").
+		Scan(ctx)
+	return ops, translate(err)
+}
+
+// UpdateOperationState records an engine instance's progress on one of its operations
+// and returns the row. Finishing it (Completed, Failed) starts its garbage-collection
+// clock. Publish notify.OperationChanged in the same transaction to wake the backend.
+func (s *Store) UpdateOperationState(ctx context.Context, idb bun.IDB, engineInstanceID, id string, state OperationState, humanReadable string) (*Operation, error) {
+	op := new(Operation)
+	res, err := idb.NewUpdate().Model(op).
+		Set("state = ?", state).
+		Set("human_readable_state = ?", humanReadable).
+		Set("updated_at = now()").
+		Set("gc_expires_at = CASE WHEN ? AND op.gc_expiration_seconds > 0 "+
+			"THEN now() + make_interval(secs => op.gc_expiration_seconds) END", state.Finished()).
+		Where("op.engine_instance_id = ? AND op.id = ?", engineInstanceID, id).
+		Returning("*").
+		Exec(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if err := notFoundIfNone(res, "operation "+id); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+// DeleteOperation deletes an operation.
+func (s *Store) DeleteOperation(ctx context.Context, idb bun.IDB, id string) error {
+	res, err := idb.NewDelete().Model((*Operation)(nil)).Where("id = ?", id).Exec(ctx)
+	if err != nil {
+		return translateDelete(err)
+	}
+	return notFoundIfNone(res, "operation "+id)
+}
+
+// GarbageCollectOperations deletes up to limit finished operations whose expiry is at or
+// before now and returns them, so that the caller deletes their Operation CRs too (named
+// after the id, in the engine instance's namespace). Rows locked by another collector are
+// skipped, so replicas do not collide.
+func (s *Store) GarbageCollectOperations(ctx context.Context, idb bun.IDB, now time.Time, limit int) ([]Operation, error) {
+	var ops []Operation
+	expired := idb.NewSelect().Model((*Operation)(nil)).Column("id").
+		Where("gc_expires_at <= ?", now).
+		OrderExpr("gc_expires_at").
+		Limit(int64(limit)).
+		For("UPDATE SKIP LOCKED")
+	_, err := idb.NewDelete().Model(&ops).
+		Where("op.id IN (?)", expired).
+		Returning("*").
+		Exec(ctx)
+	if err != nil {
+		return nil, translateDelete(err)
+	}
+	return ops, nil
+}

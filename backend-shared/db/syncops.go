@@ -1,0 +1,84 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// SyncDesiredState is what a sync operation asks of Argo CD.
+type SyncDesiredState string
+
+// Sync operation desired states.
+const (
+	SyncRunning    SyncDesiredState = "Running"
+	SyncTerminated SyncDesiredState = "Terminated"
+)
+
+// SyncOperation is a requested sync of an application (a GitOpsDeploymentSyncRun).
+type SyncOperation struct {
+	bun.BaseModel `bun:"table:sync_operations,alias:syncop"`
+
+	ID       string `bun:"id,pk,nullzero,type:uuid,default:gen_random_uuid()"`
+	TenantID string `bun:"tenant_id,notnull,type:uuid"`
+	// ApplicationID is empty once the application was deleted.
+	ApplicationID  string           `bun:"application_id,nullzero,type:uuid"`
+	DeploymentName string           `bun:"deployment_name,notnull"`
+	Revision       string           `bun:"revision,notnull"`
+	DesiredState   SyncDesiredState `bun:"desired_state,nullzero,notnull,default:'Running'"`
+	CreatedAt      time.Time        `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+	UpdatedAt      time.Time        `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+}
+
+// CreateSyncOperation inserts op for tenant op.TenantID (its application must be the
+// tenant's: ErrInvalidReference otherwise) and fills in its id and defaults.
+func (s *Store) CreateSyncOperation(ctx context.Context, idb bun.IDB, op *SyncOperation) error {
+	excluded := []string{"created_at", "updated_at"}
+	if op.ID == "" {
+		excluded = append(excluded, "id") // generated; the backend passes the SyncRun's UID
+	}
+	_, err := idb.NewInsert().Model(op).ExcludeColumn(excluded...).Returning("*").Exec(ctx)
+	return translate(err)
+}
+
+// GetSyncOperation returns one of the tenant's sync operations.
+func (s *Store) GetSyncOperation(ctx context.Context, idb bun.IDB, tenantID, id string) (*SyncOperation, error) {
+	op := new(SyncOperation)
+	if err := idb.NewSelect().Model(op).Where("syncop.tenant_id = ? AND syncop.id = ?", tenantID, id).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("sync operation %s: %w", id, translate(err))
+	}
+	return op, nil
+}
+
+// ListSyncOperationsByApplication returns the tenant's sync operations of an application.
+func (s *Store) ListSyncOperationsByApplication(ctx context.Context, idb bun.IDB, tenantID, applicationID string) ([]SyncOperation, error) {
+	var ops []SyncOperation
+	err := idb.NewSelect().Model(&ops).Where("syncop.tenant_id = ? AND syncop.application_id = ?", tenantID, applicationID).
+		Order("syncop.created_at", "syncop.id").Scan(ctx)
+	return ops, translate(err)
+}
+
+// UpdateSyncOperationDesiredState sets the desired state of one of the tenant's sync
+// operations (Terminated when the SyncRun is deleted mid-sync).
+func (s *Store) UpdateSyncOperationDesiredState(ctx context.Context, idb bun.IDB, tenantID, id string, state SyncDesiredState) error {
+	res, err := idb.NewUpdate().Model((*SyncOperation)(nil)).
+		Set("desired_state = ?", state).
+		Set("updated_at = now()").
+		Where("tenant_id = ? AND id = ?", tenantID, id).
+		Exec(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	return notFoundIfNone(res, "sync operation "+id)
+}
+
+// DeleteSyncOperation deletes one of the tenant's sync operations and its CR mapping.
+func (s *Store) DeleteSyncOperation(ctx context.Context, idb bun.IDB, tenantID, id string) error {
+	res, err := idb.NewDelete().Model((*SyncOperation)(nil)).Where("tenant_id = ? AND id = ?", tenantID, id).Exec(ctx)
+	if err != nil {
+		return translateDelete(err)
+	}
+	return notFoundIfNone(res, "sync operation "+id)
+}

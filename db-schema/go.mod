@@ -1,0 +1,3 @@
+module github.com/gitops-service/gitops-service/db-schema
+
+go 1.26.0

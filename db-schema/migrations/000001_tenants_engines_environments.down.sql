@@ -1,0 +1,10 @@
+DROP TABLE kubernetes_resource_mappings;
+DROP TABLE cluster_access;
+DROP TRIGGER engine_clusters_delete_credentials ON engine_clusters;
+DROP TRIGGER managed_environments_delete_credentials ON managed_environments;
+DROP FUNCTION delete_owned_cluster_credentials();
+DROP TABLE managed_environments;
+DROP TABLE tenants;
+DROP TABLE engine_instances;
+DROP TABLE engine_clusters;
+DROP TABLE cluster_credentials;
