@@ -1,6 +1,10 @@
 // Command backend reconciles the core GitOps Service API (GitOpsDeployment, SyncRun,
 // ManagedEnvironment, RepositoryCredential) of tenant namespaces into PostgreSQL rows and
 // Operations, and writes the CRs' status.
+//
+//	backend [flags]               run the controllers
+//	backend migrate [flags]       apply (or with --down N, revert) database migrations
+//	backend rotate-keys [flags]   re-encrypt credentials with the primary key
 package main
 
 import (
@@ -8,16 +12,25 @@ import (
 	"os"
 
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend/app"
 )
 
 func main() {
-	cmd := manageropts.Command{
-		Name:        "backend",
-		Summary:     "Reconciles GitOpsDeployments, SyncRuns, ManagedEnvironments and RepositoryCredentials into the database.",
-		MetricsAddr: ":8080",
-		ProbeAddr:   ":8081",
+	var err error
+	if len(os.Args) > 1 && app.IsSubcommand(os.Args[1]) {
+		err = app.RunSubcommand(os.Args[1], os.Args[2:])
+	} else {
+		opts := &app.Options{}
+		err = manageropts.Command{
+			Name:        "backend",
+			Summary:     "Reconciles GitOpsDeployments, SyncRuns, ManagedEnvironments and RepositoryCredentials into the database.\nSubcommands: migrate, rotate-keys (see `backend migrate --help`).",
+			MetricsAddr: ":8080",
+			ProbeAddr:   ":8081",
+			BindFlags:   opts.BindFlags,
+			Setup:       opts.Setup,
+		}.Run(os.Args[1:])
 	}
-	if err := cmd.Run(os.Args[1:]); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "backend:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,144 @@
+// Package app wires the backend (public so that integration tests can run it in-process): its flags, the database, the default engine instance, the
+// controllers, the notification listener and the webhooks.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/go-logr/logr"
+	"github.com/uptrace/bun"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
+	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
+	"github.com/gitops-service/gitops-service/backend/internal/deployment"
+	"github.com/gitops-service/gitops-service/backend/internal/events"
+	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/syncrun"
+	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+	"github.com/gitops-service/gitops-service/backend/internal/webhook"
+)
+
+// Options are the backend's own flags.
+type Options struct {
+	Database                db.Config
+	KeysFile                string
+	EngineNamespace         string
+	EngineCluster           string
+	MigrateOnStart          bool
+	EnableWebhooks          bool
+	MaxConcurrentReconciles int
+	OperationGCSeconds      int
+}
+
+// BindFlags registers the options on fs.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	o.Database.BindFlags(fs)
+	fs.StringVar(&o.KeysFile, "credentials-keys-file", os.Getenv("GITOPS_KEYS_FILE"), "File with the AES-256 keys that encrypt credentials in the database (`id:base64key` lines, primary first).")
+	fs.StringVar(&o.EngineNamespace, "engine-namespace", "gitops-service-argocd", "Namespace of the default GitOps engine (Argo CD) instance, registered at start; empty registers none.")
+	fs.StringVar(&o.EngineCluster, "engine-cluster", "default", "Name of the cluster the default engine instance runs on.")
+	fs.BoolVar(&o.MigrateOnStart, "migrate", true, "Apply database migrations at start (under an advisory lock).")
+	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (needs a serving certificate in --webhook-cert-dir).")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
+	fs.IntVar(&o.OperationGCSeconds, "operation-gc-seconds", 600, "How long finished Operations are kept before garbage collection.")
+}
+
+// Keyring loads the credentials keyring, or returns nil when no file is configured.
+func (o *Options) Keyring() (*secretbox.Keyring, error) {
+	if o.KeysFile == "" {
+		return nil, nil
+	}
+	return secretbox.LoadKeyringFile(o.KeysFile)
+}
+
+// Setup adds the backend's controllers and runnables to mgr.
+func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
+	if o.MigrateOnStart {
+		if err := db.Migrate(ctx, o.Database); err != nil {
+			return fmt.Errorf("migrating the database: %w", err)
+		}
+	}
+	database, err := db.Open(ctx, o.Database)
+	if err != nil {
+		return err
+	}
+	keyring, err := o.Keyring()
+	if err != nil {
+		return err
+	}
+	store := db.NewStore(keyring)
+	if o.EngineNamespace != "" {
+		if err := RegisterEngineInstance(ctx, mgr.GetAPIReader(), database, store, o.EngineCluster, o.EngineNamespace); err != nil {
+			return err
+		}
+	}
+	return o.setupControllers(ctx, mgr, database, store, log)
+}
+
+func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, database *bun.DB, store *db.Store, log logr.Logger) error {
+	resolver := &tenancy.Resolver{Store: store, Placer: tenancy.FirstActive{}, Namespaces: mgr.GetClient()}
+	signaller := &signal.Signaller{Store: store, Client: mgr.GetClient(), GCExpirationSeconds: o.OperationGCSeconds}
+	router := events.NewRouter(mgr.GetClient(), database, store, log.WithName("events"),
+		func() client.ObjectList { return &v1.GitOpsDeploymentList{} },
+		func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} })
+
+	deployments := &deployment.Reconciler{
+		Client: mgr.GetClient(), DB: database, Store: store, Tenancy: resolver, Signal: signaller,
+		Recorder: mgr.GetEventRecorderFor("gitopsdeployment-controller"), Queue: &router.Deployments,
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+	}
+	if err := deployments.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	syncRuns := &syncrun.Reconciler{
+		Client: mgr.GetClient(), DB: database, Store: store, Tenancy: resolver, Signal: signaller,
+		Recorder: mgr.GetEventRecorderFor("gitopsdeploymentsyncrun-controller"), Queue: &router.SyncRuns,
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+	}
+	if err := syncRuns.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	listener := &notify.Listener{
+		Config:      o.Database,
+		Channels:    router.Channels(),
+		Handler:     router.Handle,
+		OnReconnect: router.Resync,
+	}
+	if err := mgr.Add(listener); err != nil {
+		return err
+	}
+	if o.EnableWebhooks {
+		if err := webhook.Setup(mgr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RegisterEngineInstance records the engine instance in namespace (on the cluster the
+// reader reads) so tenants can be placed on it; it is idempotent.
+func RegisterEngineInstance(ctx context.Context, reader client.Reader, idb bun.IDB, store *db.Store, cluster, namespace string) error {
+	ns := &corev1.Namespace{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return fmt.Errorf("reading engine namespace %s: %w", namespace, err)
+	}
+	engineCluster, err := store.GetOrCreateEngineCluster(ctx, idb, cluster, "")
+	if err != nil {
+		return err
+	}
+	_, err = store.GetOrCreateEngineInstance(ctx, idb, &db.EngineInstance{
+		EngineClusterID: engineCluster.ID, NamespaceName: ns.Name, NamespaceUID: string(ns.UID),
+	})
+	if errors.Is(err, db.ErrConflict) {
+		return fmt.Errorf("engine namespace %s is registered with another UID or cluster: %w", namespace, err)
+	}
+	return err
+}

@@ -1,0 +1,370 @@
+package app_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/gitops-engine/pkg/health"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
+)
+
+func keyOf(namespace, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: namespace, Name: name}
+}
+
+func (h *harness) newDeployment(name string, typ v1.GitOpsDeploymentSpecType, mutate ...func(*v1.GitOpsDeployment)) *v1.GitOpsDeployment {
+	h.t.Helper()
+	depl := &v1.GitOpsDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.tenant},
+		Spec: v1.GitOpsDeploymentSpec{
+			Source: v1.ApplicationSource{RepoURL: "https://github.com/example/gitops", Path: "environments/dev"},
+			Type:   typ,
+		},
+	}
+	for _, m := range mutate {
+		m(depl)
+	}
+	h.g.Expect(cp.Client.Create(h.ctx, depl)).To(Succeed())
+	return depl
+}
+
+// application waits for the application row of a GitOpsDeployment.
+func (h *harness) application(uid types.UID) *db.Application {
+	h.t.Helper()
+	tenant := h.tenantRow()
+	var app *db.Application
+	h.g.Eventually(func() error {
+		var err error
+		app, err = h.store.GetApplication(h.ctx, h.db, tenant.ID, string(uid))
+		return err
+	}, eventually, poll).Should(Succeed())
+	return app
+}
+
+func (h *harness) operations(typ db.OperationResourceType, id string) []db.Operation {
+	h.t.Helper()
+	ops, err := h.store.ListOperationsForResource(h.ctx, h.db, typ, id)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	return ops
+}
+
+// finish marks an operation Completed as the cluster-agent does, with its notification.
+func (h *harness) finish(op db.Operation) {
+	h.t.Helper()
+	_, err := h.store.UpdateOperationState(h.ctx, h.db, op.EngineInstanceID, op.ID, db.OperationCompleted, "done")
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(notify.PublishOperationChanged(h.ctx, h.db, op.ID)).To(Succeed())
+}
+
+// update changes a GitOpsDeployment, retrying on conflicts with the controller's status writes.
+func (h *harness) update(depl *v1.GitOpsDeployment, mutate func(*v1.GitOpsDeployment)) {
+	h.t.Helper()
+	h.g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest := h.get(depl)
+		mutate(latest)
+		return cp.Client.Update(h.ctx, latest)
+	})).To(Succeed())
+}
+
+func (h *harness) get(depl *v1.GitOpsDeployment) *v1.GitOpsDeployment {
+	h.t.Helper()
+	got := &v1.GitOpsDeployment{}
+	h.g.Expect(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(depl), got)).To(Succeed())
+	return got
+}
+
+func TestDeploymentBecomesApplicationRowAndOperation(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("app", v1.GitOpsDeploymentSpecTypeAutomated, func(d *v1.GitOpsDeployment) {
+		d.Spec.Source.TargetRevision = "main"
+		d.Spec.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{v1.SyncOptionCreateNamespaceTrue}}
+	})
+	app := h.application(depl.UID)
+	tenant := h.tenantRow()
+
+	h.g.Expect(app.Name).To(Equal("gitopsdepl-" + string(depl.UID)))
+	spec := app.Spec
+	h.g.Expect(spec.Source.RepoURL).To(Equal("https://github.com/example/gitops"))
+	h.g.Expect(spec.Source.Path).To(Equal("environments/dev"))
+	h.g.Expect(spec.Source.TargetRevision).To(Equal("main"))
+	h.g.Expect(spec.Destination).To(Equal(argov1alpha1.ApplicationDestination{Server: argocd.InClusterServer, Namespace: h.tenant}))
+	h.g.Expect(spec.Project).To(Equal("app-project-" + tenant.ID))
+	h.g.Expect(spec.SyncPolicy.Automated).To(Equal(&argov1alpha1.SyncPolicyAutomated{Prune: true, SelfHeal: true, AllowEmpty: true}))
+	h.g.Expect([]string(spec.SyncPolicy.SyncOptions)).To(Equal([]string{"PrunePropagationPolicy=background", "CreateNamespace=true"}))
+	h.g.Expect(spec.SyncPolicy.Retry.Limit).To(BeEquivalentTo(-1))
+	h.g.Expect(spec.SyncPolicy.Retry.Backoff.Duration).To(Equal("5s"))
+	h.g.Expect(*spec.SyncPolicy.Retry.Backoff.Factor).To(BeEquivalentTo(2))
+	h.g.Expect(spec.SyncPolicy.Retry.Backoff.MaxDuration).To(Equal("3m"))
+
+	ops := h.operations(db.OperationResourceApplication, string(depl.UID))
+	h.g.Expect(ops).To(HaveLen(1))
+	h.g.Expect(ops[0].State).To(Equal(db.OperationWaiting))
+	h.g.Expect(ops[0].OwnerTenantID).To(Equal(tenant.ID))
+	cr := &v1.Operation{}
+	h.g.Eventually(func() error {
+		return cp.Client.Get(h.ctx, keyOf(h.engine, "operation-"+ops[0].ID), cr)
+	}, eventually, poll).Should(Succeed())
+	h.g.Expect(cr.Spec.OperationID).To(Equal(ops[0].ID))
+
+	repos, err := h.store.ListAppProjectRepositories(h.ctx, h.db, tenant.ID)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(repos).To(ConsistOf("https://github.com/example/gitops"))
+}
+
+func TestManualDeploymentHasNoAutomatedPolicy(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("manual", v1.GitOpsDeploymentSpecTypeManual)
+	app := h.application(depl.UID)
+	h.g.Expect(app.Spec.SyncPolicy.Automated).To(BeNil())
+}
+
+func TestOnlyRealChangesCreateOperations(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("app", v1.GitOpsDeploymentSpecTypeAutomated)
+	h.application(depl.UID)
+	h.g.Eventually(func() []db.Operation { return h.operations(db.OperationResourceApplication, string(depl.UID)) }, eventually, poll).Should(HaveLen(1))
+
+	// A status notification reconciles the deployment again: no new operation.
+	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "abc"})
+	h.g.Eventually(func() v1.SyncStatusCode { return h.get(depl).Status.Sync.Status }, eventually, poll).Should(Equal(v1.SyncStatusCodeSynced))
+	h.g.Expect(h.operations(db.OperationResourceApplication, string(depl.UID))).To(HaveLen(1))
+
+	// A spec change that changes the Application does create one.
+	h.update(depl, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "environments/staging" })
+	h.g.Eventually(func() []db.Operation { return h.operations(db.OperationResourceApplication, string(depl.UID)) }, eventually, poll).Should(HaveLen(2))
+	h.g.Expect(h.application(depl.UID).Spec.Source.Path).To(Equal("environments/staging"))
+}
+
+// writeState stores an application state as the cluster-agent does, with its notification.
+func (h *harness) writeState(uid types.UID, st *db.ApplicationState) {
+	h.t.Helper()
+	st.ApplicationID = string(uid)
+	_, err := h.store.UpsertApplicationState(h.ctx, h.db, st)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(notify.PublishApplicationStateChanged(h.ctx, h.db, string(uid))).To(Succeed())
+}
+
+func TestStatusFollowsApplicationState(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("app", v1.GitOpsDeploymentSpecTypeAutomated)
+	h.application(depl.UID)
+
+	started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	h.writeState(depl.UID, &db.ApplicationState{
+		Health: db.HealthDegraded, HealthMessage: "deployment has no ready replicas",
+		SyncStatus: db.SyncStatusOutOfSync, Revision: "0123abcd",
+		Resources: []argov1alpha1.ResourceStatus{{
+			Version: "v1", Kind: "ConfigMap", Namespace: h.tenant, Name: "settings",
+			Status: argov1alpha1.SyncStatusCodeSynced, Health: &argov1alpha1.HealthStatus{Status: health.HealthStatusHealthy},
+		}},
+		Conditions: []argov1alpha1.ApplicationCondition{{Type: argov1alpha1.ApplicationConditionSyncError, Message: "one or more objects failed to apply"}},
+		ReconciledState: &argov1alpha1.ComparedTo{
+			Source:      argov1alpha1.ApplicationSource{RepoURL: "https://github.com/example/gitops", Path: "environments/dev", TargetRevision: "HEAD"},
+			Destination: argov1alpha1.ApplicationDestination{Server: argocd.InClusterServer, Namespace: h.tenant},
+		},
+		OperationState: &argov1alpha1.OperationState{
+			Phase: "Failed", Message: "one or more objects failed to apply", StartedAt: started,
+			Operation: argov1alpha1.Operation{Sync: &argov1alpha1.SyncOperation{Revision: "0123abcd", Prune: true}},
+		},
+	})
+
+	h.g.Eventually(func() v1.HealthStatusCode { return h.get(depl).Status.Health.Status }, eventually, poll).Should(Equal(v1.HealthStatusCodeDegraded))
+	status := h.get(depl).Status
+	h.g.Expect(status.Health.Message).To(Equal("deployment has no ready replicas"))
+	h.g.Expect(status.Sync).To(Equal(v1.SyncStatus{Status: v1.SyncStatusCodeOutOfSync, Revision: "0123abcd"}))
+	h.g.Expect(status.Resources).To(Equal([]v1.ResourceStatus{{
+		Version: "v1", Kind: "ConfigMap", Namespace: h.tenant, Name: "settings",
+		Status: v1.SyncStatusCodeSynced, Health: &v1.HealthStatus{Status: v1.HealthStatusCodeHealthy},
+	}}))
+	h.g.Expect(status.ReconciledState.Source).To(Equal(v1.GitOpsDeploymentSource{RepoURL: "https://github.com/example/gitops", Path: "environments/dev", Branch: "HEAD"}))
+	h.g.Expect(status.ReconciledState.Destination).To(Equal(v1.GitOpsDeploymentDestination{Namespace: h.tenant}))
+	h.g.Expect(status.OperationState).NotTo(BeNil())
+	h.g.Expect(string(status.OperationState.Phase)).To(Equal("Failed"))
+	h.g.Expect(status.OperationState.Operation.Sync.Revision).To(Equal("0123abcd"))
+	h.g.Expect(status.ObservedGeneration).To(Equal(depl.Generation))
+	syncErr := findCondition(status.Conditions, v1.GitOpsDeploymentConditionSyncError)
+	h.g.Expect(syncErr).NotTo(BeNil())
+	h.g.Expect(syncErr.Status).To(Equal(v1.GitOpsConditionStatusTrue))
+	h.g.Expect(syncErr.Reason).To(Equal(v1.GitOpsDeploymentReasonSyncError))
+	h.g.Expect(syncErr.Message).To(Equal("one or more objects failed to apply"))
+
+	// The error clears in Argo CD: the condition stays, resolved.
+	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "0123abcd"})
+	h.g.Eventually(func() *v1.GitOpsDeploymentCondition {
+		return findCondition(h.get(depl).Status.Conditions, v1.GitOpsDeploymentConditionSyncError)
+	}, eventually, poll).Should(And(
+		HaveField("Status", v1.GitOpsConditionStatusFalse),
+		HaveField("Reason", v1.GitOpsDeploymentReasonSyncErrorResolved),
+	))
+	h.g.Expect(h.get(depl).Status.Health.Status).To(Equal(v1.HealthStatusCodeHealthy))
+}
+
+func findCondition(list []v1.GitOpsDeploymentCondition, typ v1.GitOpsDeploymentConditionType) *v1.GitOpsDeploymentCondition {
+	for i := range list {
+		if list[i].Type == typ {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+func TestUnusablePathIsReportedAndDeploysNothing(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("root", v1.GitOpsDeploymentSpecTypeAutomated, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "/" })
+	h.g.Eventually(func() *v1.GitOpsDeploymentCondition {
+		return findCondition(h.get(depl).Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred)
+	}, eventually, poll).Should(And(
+		HaveField("Status", v1.GitOpsConditionStatusTrue),
+		HaveField("Reason", v1.GitOpsDeploymentReasonErrorOccurred),
+		HaveField("Message", ContainSubstring("spec.source.path")),
+	))
+	apps, err := h.store.ListApplications(h.ctx, h.db, h.tenantRowOrEmpty())
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(apps).To(BeEmpty())
+
+	// Fixing the path deploys and resolves the condition.
+	h.update(depl, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "environments/dev" })
+	h.application(depl.UID)
+	h.g.Eventually(func() *v1.GitOpsDeploymentCondition {
+		return findCondition(h.get(depl).Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred)
+	}, eventually, poll).Should(And(
+		HaveField("Status", v1.GitOpsConditionStatusFalse),
+		HaveField("Reason", v1.GitOpsDeploymentReasonErrorOccurredResolved),
+	))
+}
+
+// tenantRowOrEmpty is the tenant id, or "" when the tenant was never created.
+func (h *harness) tenantRowOrEmpty() string {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(nsGVK)
+	h.g.Expect(cp.Client.Get(h.ctx, keyOf("", h.tenant), ns)).To(Succeed())
+	tenant, err := h.store.GetTenantByNamespaceUID(h.ctx, h.db, string(ns.UID))
+	if errors.Is(err, db.ErrNotFound) {
+		return "00000000-0000-0000-0000-000000000000"
+	}
+	h.g.Expect(err).NotTo(HaveOccurred())
+	return tenant.ID
+}
+
+func TestInvalidChangeKeepsTheRunningApplication(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("app", v1.GitOpsDeploymentSpecTypeAutomated)
+	h.application(depl.UID)
+
+	h.update(depl, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "" })
+	h.g.Eventually(func() *v1.GitOpsDeploymentCondition {
+		return findCondition(h.get(depl).Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred)
+	}, eventually, poll).Should(HaveField("Status", v1.GitOpsConditionStatusTrue))
+	h.g.Expect(h.application(depl.UID).Spec.Source.Path).To(Equal("environments/dev"))
+	h.g.Expect(h.operations(db.OperationResourceApplication, string(depl.UID))).To(HaveLen(1))
+}
+
+func TestMissingManagedEnvironmentIsReported(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("remote", v1.GitOpsDeploymentSpecTypeAutomated, func(d *v1.GitOpsDeployment) {
+		d.Spec.Destination = v1.ApplicationDestination{Environment: "prod-cluster", Namespace: "prod"}
+	})
+	h.g.Eventually(func() *v1.GitOpsDeploymentCondition {
+		return findCondition(h.get(depl).Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred)
+	}, eventually, poll).Should(HaveField("Message", ContainSubstring(`GitOpsDeploymentManagedEnvironment "prod-cluster"`)))
+}
+
+func TestDeletionWithoutFinalizerRemovesTheApplication(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("app", v1.GitOpsDeploymentSpecTypeAutomated)
+	h.application(depl.UID)
+	tenant := h.tenantRow()
+
+	h.g.Expect(cp.Client.Delete(h.ctx, depl)).To(Succeed())
+	h.g.Eventually(func() error {
+		_, err := h.store.GetApplication(h.ctx, h.db, tenant.ID, string(depl.UID))
+		return err
+	}, eventually, poll).Should(MatchError(db.ErrNotFound))
+	ops := h.operations(db.OperationResourceApplication, string(depl.UID))
+	h.g.Expect(ops).To(HaveLen(2), "the creation's and the deletion's")
+	h.g.Eventually(func() error {
+		return cp.Client.Get(h.ctx, keyOf(h.engine, "operation-"+ops[0].ID), &v1.Operation{})
+	}, eventually, poll).Should(Succeed())
+}
+
+func TestFinalizerHoldsTheDeploymentUntilTheApplicationIsGone(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("app", v1.GitOpsDeploymentSpecTypeAutomated, func(d *v1.GitOpsDeployment) {
+		d.Finalizers = []string{v1.FinalizerResourcesFinalizer}
+	})
+	h.application(depl.UID)
+	for _, op := range h.operations(db.OperationResourceApplication, string(depl.UID)) {
+		h.finish(op)
+	}
+
+	h.g.Expect(cp.Client.Delete(h.ctx, depl)).To(Succeed())
+	var deletion db.Operation
+	h.g.Eventually(func() []db.Operation {
+		ops := h.operations(db.OperationResourceApplication, string(depl.UID))
+		if len(ops) > 0 {
+			deletion = ops[0] // newest first
+		}
+		return ops
+	}, eventually, poll).Should(HaveLen(2))
+	h.g.Consistently(func() error { return cp.Client.Get(h.ctx, client.ObjectKeyFromObject(depl), &v1.GitOpsDeployment{}) },
+		time.Second, poll).Should(Succeed(), "held by the finalizer while the Application is deleted")
+
+	h.finish(deletion)
+	h.g.Eventually(func() bool {
+		return apierrors.IsNotFound(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(depl), &v1.GitOpsDeployment{}))
+	}, eventually, poll).Should(BeTrue())
+}
+
+func TestRecreatingANameGivesCleanIncarnations(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	var uids []types.UID
+	for range 3 {
+		depl := h.newDeployment("again", v1.GitOpsDeploymentSpecTypeAutomated)
+		uids = append(uids, depl.UID)
+		h.application(depl.UID)
+		h.g.Expect(cp.Client.Delete(h.ctx, depl)).To(Succeed())
+		h.g.Eventually(func() bool {
+			return apierrors.IsNotFound(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(depl), &v1.GitOpsDeployment{}))
+		}, eventually, poll).Should(BeTrue())
+	}
+	last := h.newDeployment("again", v1.GitOpsDeploymentSpecTypeAutomated)
+	h.application(last.UID)
+	tenant := h.tenantRow()
+	h.g.Eventually(func() []string {
+		apps, err := h.store.ListApplications(h.ctx, h.db, tenant.ID)
+		h.g.Expect(err).NotTo(HaveOccurred())
+		var ids []string
+		for _, a := range apps {
+			ids = append(ids, a.ID)
+		}
+		return ids
+	}, eventually, poll).Should(Equal([]string{string(last.UID)}))
+	for _, uid := range uids {
+		h.g.Expect(h.operations(db.OperationResourceApplication, string(uid))).To(HaveLen(2), "created and deleted")
+	}
+}
+
+var nsGVK = corev1.SchemeGroupVersion.WithKind("Namespace")

@@ -1,0 +1,128 @@
+package app_test
+
+import (
+	"testing"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+)
+
+func (h *harness) newSyncRun(name, deployment, revision string) *v1.GitOpsDeploymentSyncRun {
+	h.t.Helper()
+	run := &v1.GitOpsDeploymentSyncRun{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.tenant},
+		Spec:       v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: deployment, RevisionID: revision},
+	}
+	h.g.Expect(cp.Client.Create(h.ctx, run)).To(Succeed())
+	return run
+}
+
+func (h *harness) syncRunCondition(run *v1.GitOpsDeploymentSyncRun) func() *v1.GitOpsDeploymentCondition {
+	return func() *v1.GitOpsDeploymentCondition {
+		got := &v1.GitOpsDeploymentSyncRun{}
+		h.g.Expect(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(run), got)).To(Succeed())
+		return findCondition(got.Status.Conditions, v1.GitOpsDeploymentSyncRunConditionErrorOccurred)
+	}
+}
+
+func (h *harness) syncOperation(run *v1.GitOpsDeploymentSyncRun) func() (*db.SyncOperation, error) {
+	return func() (*db.SyncOperation, error) {
+		return h.store.GetSyncOperation(h.ctx, h.db, h.tenantRow().ID, string(run.UID))
+	}
+}
+
+func TestSyncRunOnManualDeploymentRequestsASync(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("manual", v1.GitOpsDeploymentSpecTypeManual)
+	h.application(depl.UID)
+	run := h.newSyncRun("sync-1", "manual", "0123abcd")
+
+	h.g.Eventually(h.syncOperation(run), eventually, poll).Should(And(
+		HaveField("ApplicationID", string(depl.UID)),
+		HaveField("Revision", "0123abcd"),
+		HaveField("DesiredState", db.SyncRunning),
+	))
+	ops := h.operations(db.OperationResourceSyncOperation, string(run.UID))
+	h.g.Expect(ops).To(HaveLen(1))
+	h.g.Eventually(func() error {
+		return cp.Client.Get(h.ctx, keyOf(h.engine, "operation-"+ops[0].ID), &v1.Operation{})
+	}, eventually, poll).Should(Succeed())
+
+	// Deleting the SyncRun while it runs asks the cluster-agent to terminate the sync.
+	h.g.Expect(cp.Client.Delete(h.ctx, run)).To(Succeed())
+	h.g.Eventually(func() db.SyncDesiredState {
+		op, err := h.syncOperation(run)()
+		h.g.Expect(err).NotTo(HaveOccurred())
+		return op.DesiredState
+	}, eventually, poll).Should(Equal(db.SyncTerminated))
+	h.g.Expect(h.operations(db.OperationResourceSyncOperation, string(run.UID))).To(HaveLen(2))
+}
+
+func TestSyncRunOnAutomatedDeploymentIsAnError(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("auto", v1.GitOpsDeploymentSpecTypeAutomated)
+	h.application(depl.UID)
+	run := h.newSyncRun("sync", "auto", "")
+	h.g.Eventually(h.syncRunCondition(run), eventually, poll).Should(And(
+		HaveField("Status", v1.GitOpsConditionStatusTrue),
+		HaveField("Reason", v1.GitOpsDeploymentSyncRunReasonErrorOccurred),
+		HaveField("Message", "Syncing a GitOpsDeployment with Automated sync policy is not allowed"),
+	))
+	_, err := h.syncOperation(run)()
+	h.g.Expect(err).To(MatchError(db.ErrNotFound))
+}
+
+func TestSyncRunCreatedBeforeItsDeploymentRunsOnceItExists(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	run := h.newSyncRun("early", "later", "")
+	h.g.Eventually(h.syncRunCondition(run), eventually, poll).Should(HaveField("Message", ContainSubstring(`GitOpsDeployment "later" does not exist`)))
+
+	depl := h.newDeployment("later", v1.GitOpsDeploymentSpecTypeManual, func(d *v1.GitOpsDeployment) { d.Spec.Source.TargetRevision = "v1.2.0" })
+	h.g.Eventually(h.syncOperation(run), eventually, poll).Should(And(
+		HaveField("ApplicationID", string(depl.UID)),
+		HaveField("Revision", "v1.2.0"), // the deployment's target revision when the SyncRun names none
+	))
+}
+
+func TestSyncRunStatusFollowsTheSync(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("manual", v1.GitOpsDeploymentSpecTypeManual)
+	h.application(depl.UID)
+	run := h.newSyncRun("sync", "manual", "abc")
+	h.g.Eventually(h.syncOperation(run), eventually, poll).Should(Not(BeNil()))
+
+	h.writeState(depl.UID, &db.ApplicationState{
+		Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "abc",
+		OperationState: succeededSyncState("abc"),
+	})
+	h.g.Eventually(func() v1.GitOpsDeploymentSyncRunStatus {
+		got := &v1.GitOpsDeploymentSyncRun{}
+		h.g.Expect(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(run), got)).To(Succeed())
+		return got.Status
+	}, eventually, poll).Should(And(
+		HaveField("Health", v1.HealthStatusCodeHealthy),
+		HaveField("SyncStatus", v1.SyncStatusCodeSynced),
+	))
+	h.g.Eventually(h.syncRunCondition(run), eventually, poll).Should(And(
+		HaveField("Status", v1.GitOpsConditionStatusFalse),
+		HaveField("Message", "Successfully completed synchronize operation."),
+	))
+}
+
+// succeededSyncState is Argo CD's record of a sync that finished now.
+func succeededSyncState(revision string) *argov1alpha1.OperationState {
+	now := metav1.Now()
+	return &argov1alpha1.OperationState{
+		Phase: "Succeeded", Message: "successfully synced (all tasks run)", StartedAt: now, FinishedAt: &now,
+		Operation: argov1alpha1.Operation{Sync: &argov1alpha1.SyncOperation{Revision: revision}},
+	}
+}

@@ -1,0 +1,225 @@
+package deployment
+
+import (
+	"context"
+	"errors"
+
+	"github.com/uptrace/bun"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/conditions"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/validation"
+)
+
+// desired is what a GitOpsDeployment asks for, validated and resolved.
+type desired struct {
+	input argocd.ApplicationInput
+	// managedEnvironmentID is the row of spec.destination.environment; empty in-cluster.
+	managedEnvironmentID string
+}
+
+// apply writes the application row, mapping and operations of depl in one transaction,
+// then signals the cluster-agent. It returns the tenant (nil when it could not be
+// resolved). User errors leave the existing rows untouched: a running deployment keeps
+// running until the user fixes the spec.
+func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.Tenant, error) {
+	if err := validation.GitOpsDeployment(depl); err != nil {
+		tenant, _ := r.Tenancy.ExistingTenant(ctx, r.DB, depl.Namespace)
+		return tenant, err
+	}
+	var (
+		tenant *db.Tenant
+		engine *db.EngineInstance
+		ops    []*db.Operation
+	)
+	err := r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if tenant, err = r.Tenancy.Tenant(ctx, tx, depl.Namespace); err != nil {
+			return err
+		}
+		want, err := r.resolve(ctx, tx, tenant, depl)
+		if err != nil {
+			return err
+		}
+		if engine, err = r.Tenancy.EngineInstance(ctx, tx, tenant); err != nil {
+			return err
+		}
+		want.input.Project = argocd.AppProjectName(tenant.ID)
+		app := &db.Application{
+			ID:                   string(depl.UID),
+			TenantID:             tenant.ID,
+			Name:                 argocd.ApplicationName(depl.UID),
+			EngineInstanceID:     engine.ID,
+			ManagedEnvironmentID: want.managedEnvironmentID,
+			Spec:                 argocd.ApplicationSpec(want.input),
+		}
+		changed, err := r.Store.UpsertApplication(ctx, tx, app)
+		if err != nil {
+			return err
+		}
+		if _, err := r.Store.GetOrCreateDeploymentMapping(ctx, tx, &db.DeploymentMapping{
+			DeploymentUID: string(depl.UID), TenantID: tenant.ID,
+			DeploymentName: depl.Name, DeploymentNamespace: depl.Namespace, ApplicationID: app.ID,
+		}); err != nil {
+			return err
+		}
+		if _, err := r.Store.AddAppProjectRepository(ctx, tx, tenant.ID, want.input.RepoURL); err != nil {
+			return err
+		}
+		if want.managedEnvironmentID != "" {
+			if _, err := r.Store.AddAppProjectDestination(ctx, tx, tenant.ID, want.managedEnvironmentID); err != nil {
+				return err
+			}
+		}
+		if changed {
+			op, err := r.Signal.Row(ctx, tx, engine, tenant.ID, db.OperationResourceApplication, app.ID)
+			if err != nil {
+				return err
+			}
+			ops = append(ops, op)
+			// An earlier incarnation of this name, deleted while nobody watched, goes now.
+			stale, err := r.removeIncarnations(ctx, tx, tenant, depl.Name, string(depl.UID))
+			if err != nil {
+				return err
+			}
+			ops = append(ops, stale...)
+		}
+		// Operations committed by an earlier reconcile whose CR was never created.
+		waiting, err := r.Store.ListOperationsForResource(ctx, tx, db.OperationResourceApplication, app.ID)
+		if err != nil {
+			return err
+		}
+		for i := range waiting {
+			if waiting[i].State == db.OperationWaiting && !containsOp(ops, waiting[i].ID) {
+				ops = append(ops, &waiting[i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return tenant, err
+	}
+	return tenant, r.signalAll(ctx, engine, ops)
+}
+
+// signalAll creates the CRs of ops, each in its own engine instance's namespace.
+func (r *Reconciler) signalAll(ctx context.Context, engine *db.EngineInstance, ops []*db.Operation) error {
+	for _, op := range ops {
+		target := engine
+		if op.EngineInstanceID != engine.ID {
+			var err error
+			if target, err = r.Store.GetEngineInstance(ctx, r.DB, op.EngineInstanceID); err != nil {
+				return err
+			}
+		}
+		if err := r.Signal.CR(ctx, target, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func containsOp(ops []*db.Operation, id string) bool {
+	for _, op := range ops {
+		if op.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve turns the spec into the Application input, resolving the managed environment.
+func (r *Reconciler) resolve(ctx context.Context, idb bun.IDB, tenant *db.Tenant, depl *v1.GitOpsDeployment) (*desired, error) {
+	namespace := depl.Spec.Destination.Namespace
+	if namespace == "" {
+		namespace = depl.Namespace
+	}
+	want := &desired{input: argocd.ApplicationInput{
+		RepoURL:        depl.Spec.Source.RepoURL,
+		Path:           depl.Spec.Source.Path,
+		TargetRevision: depl.Spec.Source.TargetRevision,
+		Destination:    argocd.Destination{Namespace: namespace},
+		Automated:      depl.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated,
+		SyncOptions:    validation.SyncOptions(depl),
+	}}
+	envName := depl.Spec.Destination.Environment
+	if envName == "" {
+		return want, nil
+	}
+	env := &v1.GitOpsDeploymentManagedEnvironment{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: depl.Namespace, Name: envName}, env); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, conditions.Userf("GitOpsDeploymentManagedEnvironment %q, named in spec.destination.environment, does not exist in namespace %q", envName, depl.Namespace)
+		}
+		return nil, err
+	}
+	mapping, err := r.Store.GetAPICRMapping(ctx, idb, tenant.ID, db.APIResourceManagedEnvironment, string(env.UID))
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, conditions.Userf("GitOpsDeploymentManagedEnvironment %q is not connected yet: see its ConnectionInitializationSucceeded condition", envName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	want.managedEnvironmentID = mapping.TargetID()
+	want.input.Destination.ManagedEnvironmentID = want.managedEnvironmentID
+	return want, nil
+}
+
+// removeByName removes the rows of every incarnation of namespace/name except keepUID
+// (empty: all), creating the operations that delete their Argo CD Applications.
+func (r *Reconciler) removeByName(ctx context.Context, namespace, name, keepUID string) error {
+	tenant, err := r.Tenancy.ExistingTenant(ctx, r.DB, namespace)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil // no tenant, no rows; a namespace deleted with its rows is left to the sweep
+	}
+	if err != nil {
+		return err
+	}
+	var ops []*db.Operation
+	err = r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		ops, err = r.removeIncarnations(ctx, tx, tenant, name, keepUID)
+		return err
+	})
+	if err != nil || len(ops) == 0 {
+		return err
+	}
+	engine, err := r.Store.GetEngineInstance(ctx, r.DB, ops[0].EngineInstanceID)
+	if err != nil {
+		return err
+	}
+	return r.signalAll(ctx, engine, ops)
+}
+
+// removeIncarnations deletes, inside tx, the applications of the tenant's GitOpsDeployments
+// called name other than keepUID, with an operation each.
+func (r *Reconciler) removeIncarnations(ctx context.Context, tx bun.IDB, tenant *db.Tenant, name, keepUID string) ([]*db.Operation, error) {
+	mappings, err := r.Store.ListDeploymentMappingsByName(ctx, tx, tenant.ID, name)
+	if err != nil {
+		return nil, err
+	}
+	var ops []*db.Operation
+	for _, m := range mappings {
+		if m.DeploymentUID == keepUID {
+			continue
+		}
+		// The mapping goes with the application (ON DELETE CASCADE).
+		app, err := r.Store.DeleteApplicationByDeploymentUID(ctx, tx, tenant.ID, m.DeploymentUID)
+		if errors.Is(err, db.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		op, err := r.Signal.Row(ctx, tx, &db.EngineInstance{ID: app.EngineInstanceID}, tenant.ID, db.OperationResourceApplication, app.ID)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}

@@ -1,0 +1,191 @@
+// Package deployment reconciles GitOpsDeployments: each becomes an application row (the
+// desired Argo CD Application), its mapping and an Operation, written in one transaction,
+// and gets its status from the application state the cluster-agent reports.
+package deployment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/uptrace/bun"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/conditions"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/events"
+	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+)
+
+// Store is the part of the database the controller uses.
+type Store interface {
+	UpsertApplication(ctx context.Context, idb bun.IDB, app *db.Application) (bool, error)
+	DeleteApplicationByDeploymentUID(ctx context.Context, idb bun.IDB, tenantID, deploymentUID string) (*db.Application, error)
+	GetOrCreateDeploymentMapping(ctx context.Context, idb bun.IDB, m *db.DeploymentMapping) (*db.DeploymentMapping, error)
+	ListDeploymentMappingsByName(ctx context.Context, idb bun.IDB, tenantID, name string) ([]db.DeploymentMapping, error)
+	AddAppProjectRepository(ctx context.Context, idb bun.IDB, tenantID, repositoryURL string) (bool, error)
+	AddAppProjectDestination(ctx context.Context, idb bun.IDB, tenantID, managedEnvironmentID string) (bool, error)
+	GetApplicationState(ctx context.Context, idb bun.IDB, tenantID, applicationID string) (*db.ApplicationState, error)
+	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
+	GetAPICRMapping(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, uid string) (*db.APICRMapping, error)
+	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
+}
+
+// Reconciler reconciles GitOpsDeployments.
+type Reconciler struct {
+	Client   client.Client
+	DB       *bun.DB
+	Store    Store
+	Tenancy  *tenancy.Resolver
+	Signal   *signal.Signaller
+	Recorder record.EventRecorder
+	// Queue receives requests from database notifications.
+	Queue *events.Queue
+	// MaxConcurrentReconciles bounds parallel reconciles.
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the controller and its cache indexes.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeployment{}, events.UIDIndex, events.IndexUID); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.GitOpsDeployment{}, builder.WithPredicates(specOrLifecycleChanged{})).
+		WatchesRawSource(r.Queue.Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Named("gitopsdeployment").
+		Complete(r)
+}
+
+// Reconcile makes the rows match the GitOpsDeployment and its status match the rows.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	depl := &v1.GitOpsDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, depl); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		// Deleted without our finalizer: remove what is left of it.
+		return ctrl.Result{}, r.removeByName(ctx, req.Namespace, req.Name, "")
+	}
+	if !depl.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, depl)
+	}
+
+	before := depl.Status.DeepCopy()
+	now := metav1.Now()
+	tenant, applyErr := r.apply(ctx, depl)
+	if msg, ok := conditions.UserMessage(applyErr); ok {
+		r.setErrorCondition(depl, msg, now)
+		applyErr = nil // shown to the user; retried when the user changes something
+	} else if applyErr != nil {
+		ctrl.LoggerFrom(ctx).Error(applyErr, "reconciling GitOpsDeployment")
+		r.setErrorCondition(depl, conditions.InternalErrorMessage, now)
+	} else {
+		depl.Status.Conditions, _ = conditions.Resolve(depl.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
+			v1.GitOpsDeploymentReasonErrorOccurredResolved, now)
+	}
+	if tenant != nil {
+		if err := r.readStatus(ctx, tenant, depl, now); err != nil {
+			applyErr = errors.Join(applyErr, err)
+		}
+	}
+	depl.Status.ObservedGeneration = depl.Generation
+	if err := r.patchStatus(ctx, depl, before); err != nil {
+		return ctrl.Result{}, errors.Join(applyErr, err)
+	}
+	return ctrl.Result{}, applyErr
+}
+
+func (r *Reconciler) setErrorCondition(depl *v1.GitOpsDeployment, msg string, now metav1.Time) {
+	var changed bool
+	depl.Status.Conditions, changed = conditions.Set(depl.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
+		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, now)
+	if changed && r.Recorder != nil {
+		r.Recorder.Event(depl, corev1.EventTypeWarning, string(v1.GitOpsDeploymentReasonErrorOccurred), msg)
+	}
+}
+
+// patchStatus writes the status once, and only when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, depl *v1.GitOpsDeployment, before *v1.GitOpsDeploymentStatus) error {
+	if equality.Semantic.DeepEqual(before, &depl.Status) {
+		return nil
+	}
+	orig := depl.DeepCopy()
+	orig.Status = *before
+	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, depl, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+// finalize runs while a GitOpsDeployment with the user's finalizer is being deleted: the CR
+// stays until its Argo CD Application (and so what it deployed) is gone.
+func (r *Reconciler) finalize(ctx context.Context, depl *v1.GitOpsDeployment) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(depl, v1.FinalizerResourcesFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.removeByName(ctx, depl.Namespace, depl.Name, ""); err != nil {
+		return ctrl.Result{}, err
+	}
+	done, err := r.applicationGone(ctx, string(depl.UID))
+	if err != nil || !done {
+		// Not done: the operation_changed notification of the deletion requeues us.
+		return ctrl.Result{}, err
+	}
+	patch := client.MergeFrom(depl.DeepCopy())
+	controllerutil.RemoveFinalizer(depl, v1.FinalizerResourcesFinalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, depl, patch))
+}
+
+// applicationGone reports whether every operation about the application has finished, i.e.
+// the cluster-agent has removed the Argo CD Application.
+func (r *Reconciler) applicationGone(ctx context.Context, applicationID string) (bool, error) {
+	ops, err := r.Store.ListOperationsForResource(ctx, r.DB, db.OperationResourceApplication, applicationID)
+	if err != nil {
+		return false, err
+	}
+	for _, op := range ops {
+		if !op.State.Finished() {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// specOrLifecycleChanged passes creations, deletions and updates that change the spec
+// (generation), the deletion timestamp or the finalizers: not our own status writes.
+type specOrLifecycleChanged struct{ predicate.Funcs }
+
+func (specOrLifecycleChanged) Update(e event.UpdateEvent) bool {
+	if e.ObjectOld == nil || e.ObjectNew == nil {
+		return true
+	}
+	return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+		!e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
+		!equality.Semantic.DeepEqual(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+}
+
+func (specOrLifecycleChanged) Create(event.CreateEvent) bool   { return true }
+func (specOrLifecycleChanged) Delete(event.DeleteEvent) bool   { return true }
+func (specOrLifecycleChanged) Generic(event.GenericEvent) bool { return true }
+
+var _ reconcile.Reconciler = &Reconciler{}

@@ -1,0 +1,118 @@
+package deployment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/conditions"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+)
+
+// Argo CD conditions mirrored on the GitOpsDeployment, with their resolved reasons.
+var mirrored = []struct {
+	argo     string
+	typ      v1.GitOpsDeploymentConditionType
+	reason   v1.GitOpsDeploymentReasonType
+	resolved v1.GitOpsDeploymentReasonType
+}{
+	{argov1alpha1.ApplicationConditionSyncError, v1.GitOpsDeploymentConditionSyncError, v1.GitOpsDeploymentReasonSyncError, v1.GitOpsDeploymentReasonSyncErrorResolved},
+	{argov1alpha1.ApplicationConditionComparisonError, v1.GitOpsDeploymentConditionComparisonError, v1.GitOpsDeploymentReasonComparisonError, v1.GitOpsDeploymentReasonComparisonErrorResolved},
+}
+
+// readStatus copies the application state the cluster-agent reported into depl.Status.
+func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1.GitOpsDeployment, now metav1.Time) error {
+	st, err := r.Store.GetApplicationState(ctx, r.DB, tenant.ID, string(depl.UID))
+	if errors.Is(err, db.ErrNotFound) {
+		return nil // Argo CD has not reported yet
+	}
+	if err != nil {
+		return err
+	}
+	status := &depl.Status
+	status.Sync = v1.SyncStatus{Status: v1.SyncStatusCode(st.SyncStatus), Revision: st.Revision}
+	status.Health = v1.HealthStatus{Status: v1.HealthStatusCode(st.Health), Message: st.HealthMessage}
+	status.Resources = resources(st.Resources)
+	status.ReconciledState = reconciledState(st.ReconciledState, depl)
+	if status.OperationState, err = operationState(st.OperationState); err != nil {
+		return err
+	}
+	for _, m := range mirrored {
+		if msg := conditionMessage(st.Conditions, m.argo); msg != "" {
+			status.Conditions, _ = conditions.Set(status.Conditions, m.typ, v1.GitOpsConditionStatusTrue, m.reason, msg, now)
+		} else {
+			status.Conditions, _ = conditions.Resolve(status.Conditions, m.typ, m.resolved, now)
+		}
+	}
+	return nil
+}
+
+// conditionMessage joins the messages of Argo CD's conditions of one type.
+func conditionMessage(list []argov1alpha1.ApplicationCondition, typ string) string {
+	var msgs []string
+	for _, c := range list {
+		if c.Type == typ {
+			msgs = append(msgs, c.Message)
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func resources(in []argov1alpha1.ResourceStatus) []v1.ResourceStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]v1.ResourceStatus, 0, len(in))
+	for _, res := range in {
+		rs := v1.ResourceStatus{
+			Group: res.Group, Version: res.Version, Kind: res.Kind,
+			Namespace: res.Namespace, Name: res.Name,
+			Status: v1.SyncStatusCode(res.Status),
+		}
+		if res.Health != nil {
+			rs.Health = &v1.HealthStatus{Status: v1.HealthStatusCode(res.Health.Status), Message: res.Health.Message}
+		}
+		out = append(out, rs)
+	}
+	return out
+}
+
+// reconciledState says what Argo CD last compared against, naming the destination by the
+// GitOpsDeploymentManagedEnvironment the user wrote rather than by an internal id.
+func reconciledState(cmp *argov1alpha1.ComparedTo, depl *v1.GitOpsDeployment) v1.ReconciledState {
+	if cmp == nil {
+		return v1.ReconciledState{}
+	}
+	state := v1.ReconciledState{Destination: v1.GitOpsDeploymentDestination{Namespace: cmp.Destination.Namespace}}
+	if cmp.Source.RepoURL != "" {
+		state.Source = v1.GitOpsDeploymentSource{RepoURL: cmp.Source.RepoURL, Path: cmp.Source.Path, Branch: cmp.Source.TargetRevision}
+	}
+	if cmp.Destination.Name != "" && strings.HasPrefix(cmp.Destination.Name, argocd.ClusterSecretName("")) {
+		state.Destination.Name = depl.Spec.Destination.Environment
+	}
+	return state
+}
+
+// operationState converts Argo CD's operationState to the API's copy of it: the API mirrors
+// Argo CD's field names, so a JSON round trip keeps every field both know.
+func operationState(in *argov1alpha1.OperationState) (*v1.OperationState, error) {
+	if in == nil {
+		return nil, nil
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	out := &v1.OperationState{}
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, fmt.Errorf("converting operationState: %w", err)
+	}
+	return out, nil
+}

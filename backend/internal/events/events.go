@@ -1,0 +1,159 @@
+// Package events turns database notifications from the cluster-agents into reconcile
+// requests: an application's state changed, or an operation finished. The requests go
+// straight into the workqueue of the controller that owns the CR, so status follows Argo CD
+// without any polling.
+package events
+
+import (
+	"context"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/uptrace/bun"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
+)
+
+// UIDIndex is the cache field index, on GitOpsDeployments and SyncRuns, of metadata.uid.
+// An Application row's id is its GitOpsDeployment's UID and a sync operation's id is its
+// SyncRun's UID, so a notification maps to its CR through the cache alone.
+const UIDIndex = "metadata.uid"
+
+// Queue is a controller's workqueue, handed over when the controller starts.
+type Queue struct {
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+// Source is the controller source that hands the workqueue over; add it with
+// WatchesRawSource.
+func (q *Queue) Source() source.Source {
+	return source.Func(func(_ context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.queue = queue
+		return nil
+	})
+}
+
+// Add enqueues req. Before the controller runs (or on a replica that is not the leader) it
+// drops req: the controller's initial list covers everything then.
+func (q *Queue) Add(req reconcile.Request) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.queue != nil {
+		q.queue.Add(req)
+	}
+}
+
+// OperationGetter reads operations.
+type OperationGetter interface {
+	GetOperation(ctx context.Context, idb bun.IDB, id string) (*db.Operation, error)
+}
+
+// Router routes notifications to the controllers' queues.
+type Router struct {
+	// Cache reads GitOpsDeployments and SyncRuns through UIDIndex.
+	Cache       client.Reader
+	DB          bun.IDB
+	Operations  OperationGetter
+	Deployments Queue
+	SyncRuns    Queue
+	Log         logr.Logger
+
+	// newDeploymentList and newSyncRunList build the lists the cache fills.
+	newDeploymentList func() client.ObjectList
+	newSyncRunList    func() client.ObjectList
+}
+
+// NewRouter returns a router reading through cache.
+func NewRouter(cache client.Reader, idb bun.IDB, ops OperationGetter, log logr.Logger,
+	deploymentList, syncRunList func() client.ObjectList) *Router {
+	return &Router{Cache: cache, DB: idb, Operations: ops, Log: log,
+		newDeploymentList: deploymentList, newSyncRunList: syncRunList}
+}
+
+// Channels the router listens on.
+func (r *Router) Channels() []string {
+	return []string{notify.ApplicationStateChanged, notify.OperationChanged}
+}
+
+// Handle is the listener's notification handler.
+func (r *Router) Handle(channel, payload string) {
+	ctx := context.Background()
+	switch channel {
+	case notify.ApplicationStateChanged:
+		r.enqueueByUID(ctx, r.newDeploymentList(), &r.Deployments, payload)
+	case notify.OperationChanged:
+		op, err := r.Operations.GetOperation(ctx, r.DB, payload)
+		if err != nil {
+			// Garbage-collected already, or a transient error: the periodic resync covers it.
+			r.Log.V(1).Info("operation notification not routed", "operation", payload, "error", err.Error())
+			return
+		}
+		switch op.ResourceType {
+		case db.OperationResourceApplication:
+			r.enqueueByUID(ctx, r.newDeploymentList(), &r.Deployments, op.ResourceID)
+		case db.OperationResourceSyncOperation:
+			r.enqueueByUID(ctx, r.newSyncRunList(), &r.SyncRuns, op.ResourceID)
+		}
+	}
+}
+
+// Resync enqueues every GitOpsDeployment and SyncRun, after notifications may have been
+// lost (the listener reconnected).
+func (r *Router) Resync(ctx context.Context) {
+	r.enqueueAll(ctx, r.newDeploymentList(), &r.Deployments)
+	r.enqueueAll(ctx, r.newSyncRunList(), &r.SyncRuns)
+}
+
+func (r *Router) enqueueByUID(ctx context.Context, list client.ObjectList, q *Queue, uid string) {
+	if err := r.Cache.List(ctx, list, client.MatchingFields{UIDIndex: uid}); err != nil {
+		r.Log.Error(err, "listing objects by UID", "uid", uid)
+		return
+	}
+	enqueueItems(list, q)
+}
+
+func (r *Router) enqueueAll(ctx context.Context, list client.ObjectList, q *Queue) {
+	if err := r.Cache.List(ctx, list); err != nil {
+		r.Log.Error(err, "listing objects for resync")
+		return
+	}
+	enqueueItems(list, q)
+}
+
+func enqueueItems(list client.ObjectList, q *Queue) {
+	items, err := metaItems(list)
+	if err != nil {
+		return
+	}
+	for _, o := range items {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
+	}
+}
+
+// IndexUID is the indexer function of UIDIndex.
+func IndexUID(o client.Object) []string { return []string{string(o.GetUID())} }
+
+func metaItems(list client.ObjectList) ([]metav1.Object, error) {
+	objs, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]metav1.Object, 0, len(objs))
+	for _, o := range objs {
+		if m, ok := o.(metav1.Object); ok {
+			items = append(items, m)
+		}
+	}
+	return items, nil
+}

@@ -1,0 +1,64 @@
+// Package signal tells a cluster-agent that Argo CD must change: an Operation row (written in
+// the caller's transaction, together with the rows it is about) and an Operation CR holding
+// only the row's id, created after the transaction commits.
+package signal
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+)
+
+// OperationStore is the part of the database the signaller uses.
+type OperationStore interface {
+	CreateOperation(ctx context.Context, idb bun.IDB, op *db.Operation) error
+}
+
+// Signaller creates Operations.
+type Signaller struct {
+	Store  OperationStore
+	Client client.Client
+	// GCExpirationSeconds is how long finished operations are kept.
+	GCExpirationSeconds int
+}
+
+// Row inserts an Operation row for (resourceType, resourceID) on engine; call it inside the
+// transaction that changes the resource, then CR after commit.
+func (s *Signaller) Row(ctx context.Context, idb bun.IDB, engine *db.EngineInstance, tenantID string,
+	resourceType db.OperationResourceType, resourceID string) (*db.Operation, error) {
+	op := &db.Operation{
+		EngineInstanceID:    engine.ID,
+		ResourceType:        resourceType,
+		ResourceID:          resourceID,
+		OwnerTenantID:       tenantID,
+		HumanReadableState:  "waiting for the cluster-agent",
+		GCExpirationSeconds: s.GCExpirationSeconds,
+	}
+	if err := s.Store.CreateOperation(ctx, idb, op); err != nil {
+		return nil, fmt.Errorf("creating %s operation: %w", resourceType, err)
+	}
+	return op, nil
+}
+
+// CR creates the Operation CR of op in the engine instance's namespace. It is idempotent, so
+// a reconcile that crashed after commit creates it on its next run.
+func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, op *db.Operation) error {
+	cr := &managedgitopsv1alpha1.Operation{
+		ObjectMeta: metav1.ObjectMeta{Name: CRName(op.ID), Namespace: engine.NamespaceName},
+		Spec:       managedgitopsv1alpha1.OperationSpec{OperationID: op.ID},
+	}
+	if err := s.Client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Operation CR %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	return nil
+}
+
+// CRName is the name of an operation's CR.
+func CRName(operationID string) string { return "operation-" + operationID }

@@ -1,0 +1,297 @@
+// Package syncrun reconciles GitOpsDeploymentSyncRuns: a SyncRun on a manual
+// GitOpsDeployment becomes a sync operation row and an Operation, which the cluster-agent
+// turns into an Argo CD sync; its status follows the GitOpsDeployment's.
+package syncrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/uptrace/bun"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/conditions"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/events"
+	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+)
+
+// DeploymentNameIndex indexes SyncRuns by spec.gitopsDeploymentName.
+const DeploymentNameIndex = "spec.gitopsDeploymentName"
+
+// Messages users see in the ErrorOccurred condition.
+const (
+	msgAutomated = "Syncing a GitOpsDeployment with Automated sync policy is not allowed"
+	msgSucceeded = "Successfully completed synchronize operation."
+)
+
+// Store is the part of the database the controller uses.
+type Store interface {
+	GetApplication(ctx context.Context, idb bun.IDB, tenantID, id string) (*db.Application, error)
+	CreateSyncOperation(ctx context.Context, idb bun.IDB, op *db.SyncOperation) error
+	GetSyncOperation(ctx context.Context, idb bun.IDB, tenantID, id string) (*db.SyncOperation, error)
+	UpdateSyncOperationDesiredState(ctx context.Context, idb bun.IDB, tenantID, id string, state db.SyncDesiredState) error
+	GetOrCreateAPICRMapping(ctx context.Context, idb bun.IDB, m *db.APICRMapping) (*db.APICRMapping, error)
+	ListAPICRMappingsByName(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, name string) ([]db.APICRMapping, error)
+	DeleteAPICRMapping(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, uid string) error
+	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
+	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
+}
+
+// Reconciler reconciles GitOpsDeploymentSyncRuns.
+type Reconciler struct {
+	Client   client.Client
+	DB       *bun.DB
+	Store    Store
+	Tenancy  *tenancy.Resolver
+	Signal   *signal.Signaller
+	Recorder record.EventRecorder
+	Queue    *events.Queue
+	// MaxConcurrentReconciles bounds parallel reconciles.
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the controller: SyncRuns are reconciled when they change, when
+// the GitOpsDeployment they name changes (so status follows it, and a SyncRun created first
+// runs once its deployment exists), and when their operation finishes.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &v1.GitOpsDeploymentSyncRun{}, events.UIDIndex, events.IndexUID); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &v1.GitOpsDeploymentSyncRun{}, DeploymentNameIndex, func(o client.Object) []string {
+		return []string{o.(*v1.GitOpsDeploymentSyncRun).Spec.GitopsDeploymentName}
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.GitOpsDeploymentSyncRun{}).
+		Watches(&v1.GitOpsDeployment{}, handler.EnqueueRequestsFromMapFunc(r.syncRunsOf)).
+		WatchesRawSource(r.Queue.Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Named("gitopsdeploymentsyncrun").
+		Complete(r)
+}
+
+func (r *Reconciler) syncRunsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	runs := &v1.GitOpsDeploymentSyncRunList{}
+	if err := r.Client.List(ctx, runs, client.InNamespace(o.GetNamespace()), client.MatchingFields{DeploymentNameIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(runs.Items))
+	for _, run := range runs.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: run.Namespace, Name: run.Name}})
+	}
+	return reqs
+}
+
+// Reconcile starts the sync of a SyncRun once, and keeps its status current.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	run := &v1.GitOpsDeploymentSyncRun{}
+	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.terminate(ctx, req.Namespace, req.Name)
+	}
+	before := run.Status.DeepCopy()
+	now := metav1.Now()
+
+	depl, err := r.start(ctx, run)
+	switch msg, isUser := conditions.UserMessage(err); {
+	case isUser:
+		r.setCondition(run, v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentSyncRunReasonErrorOccurred, msg, now)
+		err = nil
+	case err != nil:
+		ctrl.LoggerFrom(ctx).Error(err, "reconciling GitOpsDeploymentSyncRun")
+		r.setCondition(run, v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentSyncRunReasonErrorOccurred, conditions.InternalErrorMessage, now)
+	case depl != nil:
+		r.followDeployment(run, depl, now)
+	}
+	run.Status.ObservedGeneration = run.Generation
+	if !equality.Semantic.DeepEqual(before, &run.Status) {
+		orig := run.DeepCopy()
+		orig.Status = *before
+		if perr := r.Client.Status().Patch(ctx, run, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
+			err = errors.Join(err, fmt.Errorf("patching status: %w", perr))
+		}
+	}
+	return ctrl.Result{}, err
+}
+
+// start creates the sync operation of run, once. It returns the GitOpsDeployment when the
+// sync has been requested.
+func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (*v1.GitOpsDeployment, error) {
+	depl := &v1.GitOpsDeployment{}
+	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.GitopsDeploymentName}
+	if err := r.Client.Get(ctx, key, depl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, conditions.Userf("GitOpsDeployment %q does not exist in namespace %q; the sync starts once it does", key.Name, key.Namespace)
+		}
+		return nil, err
+	}
+	if depl.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated {
+		return nil, conditions.Userf(msgAutomated)
+	}
+	tenant, err := r.Tenancy.Tenant(ctx, r.DB, run.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Store.GetSyncOperation(ctx, r.DB, tenant.ID, string(run.UID)); err == nil {
+		return depl, r.ensureSignalled(ctx, string(run.UID))
+	} else if !errors.Is(err, db.ErrNotFound) {
+		return nil, err
+	}
+	app, err := r.Store.GetApplication(ctx, r.DB, tenant.ID, string(depl.UID))
+	if errors.Is(err, db.ErrNotFound) {
+		// The deployment has not been reconciled yet; its next change requeues us.
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	revision := run.Spec.RevisionID
+	if revision == "" {
+		revision = depl.Spec.Source.TargetRevision
+	}
+	var op *db.Operation
+	err = r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		syncOp := &db.SyncOperation{ID: string(run.UID), TenantID: tenant.ID, ApplicationID: app.ID,
+			DeploymentName: depl.Name, Revision: revision, DesiredState: db.SyncRunning}
+		if err := r.Store.CreateSyncOperation(ctx, tx, syncOp); err != nil {
+			return err
+		}
+		if _, err := r.Store.GetOrCreateAPICRMapping(ctx, tx, &db.APICRMapping{
+			APIResourceType: db.APIResourceSyncRun, APIResourceUID: string(run.UID),
+			APIResourceName: run.Name, APIResourceNamespace: run.Namespace,
+			TenantID: tenant.ID, SyncOperationID: syncOp.ID,
+		}); err != nil {
+			return err
+		}
+		op, err = r.Signal.Row(ctx, tx, &db.EngineInstance{ID: app.EngineInstanceID}, tenant.ID, db.OperationResourceSyncOperation, syncOp.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(run, corev1.EventTypeNormal, "SyncRequested", "Sync of GitOpsDeployment %s to %q requested", depl.Name, revision)
+	}
+	return depl, r.signal(ctx, op)
+}
+
+// ensureSignalled creates the CR of a waiting operation whose CR an earlier reconcile did
+// not get to create.
+func (r *Reconciler) ensureSignalled(ctx context.Context, syncOpID string) error {
+	ops, err := r.Store.ListOperationsForResource(ctx, r.DB, db.OperationResourceSyncOperation, syncOpID)
+	if err != nil {
+		return err
+	}
+	for i := range ops {
+		if ops[i].State == db.OperationWaiting {
+			if err := r.signal(ctx, &ops[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) signal(ctx context.Context, op *db.Operation) error {
+	engine, err := r.Store.GetEngineInstance(ctx, r.DB, op.EngineInstanceID)
+	if err != nil {
+		return err
+	}
+	return r.Signal.CR(ctx, engine, op)
+}
+
+// followDeployment copies the deployment's health and sync status, and reports the outcome
+// of Argo CD's sync operation.
+func (r *Reconciler) followDeployment(run *v1.GitOpsDeploymentSyncRun, depl *v1.GitOpsDeployment, now metav1.Time) {
+	run.Status.Health = depl.Status.Health.Status
+	run.Status.SyncStatus = depl.Status.Sync.Status
+	op := depl.Status.OperationState
+	// An operation that started before this SyncRun existed is an earlier sync's result.
+	if op == nil || op.StartedAt.Before(&run.CreationTimestamp) {
+		return
+	}
+	switch op.Phase {
+	case "Succeeded":
+		r.setCondition(run, v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved, msgSucceeded, now)
+	case "Failed", "Error":
+		r.setCondition(run, v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentSyncRunReasonErrorOccurred, op.Message, now)
+	}
+}
+
+func (r *Reconciler) setCondition(run *v1.GitOpsDeploymentSyncRun, status v1.GitOpsConditionStatus, reason v1.GitOpsDeploymentReasonType, msg string, now metav1.Time) {
+	var changed bool
+	run.Status.Conditions, changed = conditions.Set(run.Status.Conditions, v1.GitOpsDeploymentSyncRunConditionErrorOccurred, status, reason, msg, now)
+	if changed && status == v1.GitOpsConditionStatusTrue && r.Recorder != nil {
+		r.Recorder.Event(run, corev1.EventTypeWarning, string(reason), msg)
+	}
+}
+
+// terminate stops the Argo CD sync of a deleted SyncRun, if it still runs.
+func (r *Reconciler) terminate(ctx context.Context, namespace, name string) error {
+	tenant, err := r.Tenancy.ExistingTenant(ctx, r.DB, namespace)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	mappings, err := r.Store.ListAPICRMappingsByName(ctx, r.DB, tenant.ID, db.APIResourceSyncRun, name)
+	if err != nil {
+		return err
+	}
+	for _, m := range mappings {
+		// A SyncRun of this name may exist again (re-created): terminate only the gone one.
+		live := &v1.GitOpsDeploymentSyncRun{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live); err == nil && string(live.UID) == m.APIResourceUID {
+			continue
+		}
+		var op *db.Operation
+		err := r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			syncOp, err := r.Store.GetSyncOperation(ctx, tx, tenant.ID, m.SyncOperationID)
+			if err == nil && syncOp.DesiredState == db.SyncRunning && syncOp.ApplicationID != "" {
+				if err := r.Store.UpdateSyncOperationDesiredState(ctx, tx, tenant.ID, syncOp.ID, db.SyncTerminated); err != nil {
+					return err
+				}
+				app, err := r.Store.GetApplication(ctx, tx, tenant.ID, syncOp.ApplicationID)
+				if err != nil && !errors.Is(err, db.ErrNotFound) {
+					return err
+				}
+				if app != nil {
+					if op, err = r.Signal.Row(ctx, tx, &db.EngineInstance{ID: app.EngineInstanceID}, tenant.ID, db.OperationResourceSyncOperation, syncOp.ID); err != nil {
+						return err
+					}
+				}
+			} else if err != nil && !errors.Is(err, db.ErrNotFound) {
+				return err
+			}
+			return r.Store.DeleteAPICRMapping(ctx, tx, tenant.ID, db.APIResourceSyncRun, m.APIResourceUID)
+		})
+		if err != nil {
+			return err
+		}
+		if op != nil {
+			if err := r.signal(ctx, op); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+// Package tenancy resolves the tenant of a namespace (identified by the namespace UID, so a
+// re-created namespace is a new tenant) and the GitOps engine instance it is placed on.
+package tenancy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/uptrace/bun"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+)
+
+// Store is the part of the database tenancy uses.
+type Store interface {
+	GetOrCreateTenant(ctx context.Context, idb bun.IDB, namespaceUID, namespaceName string) (*db.Tenant, error)
+	GetTenantByNamespaceUID(ctx context.Context, idb bun.IDB, namespaceUID string) (*db.Tenant, error)
+	SetTenantEngineInstance(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) error
+	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
+	ListEngineInstances(ctx context.Context, idb bun.IDB) ([]db.EngineInstance, error)
+}
+
+// Placer chooses the engine instance of a tenant that has none. It must be deterministic
+// for a given tenant and set of instances, so that two reconciles racing to place the same
+// tenant agree.
+type Placer interface {
+	Place(tenant *db.Tenant, instances []db.EngineInstance) (*db.EngineInstance, error)
+}
+
+// ErrNoEngineInstance means no engine instance accepts tenants.
+var ErrNoEngineInstance = errors.New("no active GitOps engine instance accepts new tenants")
+
+// Resolver finds tenants and their placement.
+type Resolver struct {
+	Store  Store
+	Placer Placer
+	// Namespaces reads Namespace objects (the manager's cache).
+	Namespaces client.Reader
+}
+
+// Tenant returns the tenant of namespace, creating its row on first sight.
+func (r *Resolver) Tenant(ctx context.Context, idb bun.IDB, namespace string) (*db.Tenant, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Namespaces.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	return r.Store.GetOrCreateTenant(ctx, idb, string(ns.UID), ns.Name)
+}
+
+// ExistingTenant returns the tenant of namespace without creating one; db.ErrNotFound if
+// the namespace or its tenant does not exist.
+func (r *Resolver) ExistingTenant(ctx context.Context, idb bun.IDB, namespace string) (*db.Tenant, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Namespaces.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, fmt.Errorf("namespace %s: %w", namespace, db.ErrNotFound)
+		}
+		return nil, err
+	}
+	return r.Store.GetTenantByNamespaceUID(ctx, idb, string(ns.UID))
+}
+
+// EngineInstance returns the tenant's engine instance, placing the tenant first if needed.
+func (r *Resolver) EngineInstance(ctx context.Context, idb bun.IDB, tenant *db.Tenant) (*db.EngineInstance, error) {
+	if tenant.EngineInstanceID != "" {
+		return r.Store.GetEngineInstance(ctx, idb, tenant.EngineInstanceID)
+	}
+	instances, err := r.Store.ListEngineInstances(ctx, idb)
+	if err != nil {
+		return nil, err
+	}
+	instance, err := r.Placer.Place(tenant, instances)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Store.SetTenantEngineInstance(ctx, idb, tenant.ID, instance.ID); err != nil {
+		return nil, err
+	}
+	tenant.EngineInstanceID = instance.ID
+	return instance, nil
+}
+
+// FirstActive places every tenant on the oldest active instance: the placement of a
+// single-instance install.
+type FirstActive struct{}
+
+// Place implements Placer.
+func (FirstActive) Place(_ *db.Tenant, instances []db.EngineInstance) (*db.EngineInstance, error) {
+	var best *db.EngineInstance
+	for i := range instances {
+		in := &instances[i]
+		if in.State != db.EngineInstanceActive || in.CapacityWeight == 0 {
+			continue
+		}
+		if best == nil || in.CreatedAt.Before(best.CreatedAt) || (in.CreatedAt.Equal(best.CreatedAt) && in.ID < best.ID) {
+			best = in
+		}
+	}
+	if best == nil {
+		return nil, ErrNoEngineInstance
+	}
+	return best, nil
+}
