@@ -56,8 +56,9 @@ generate: tools ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: tools ## Generate CRDs into manifests/crd/bases.
+manifests: tools ## Generate CRDs (manifests/crd/bases) and webhook configurations (manifests/webhook).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=manifests/crd/bases
+	$(CONTROLLER_GEN) webhook paths=./backend/... output:webhook:dir=manifests/webhook
 
 .PHONY: fmt
 fmt: ## gofmt every module.
