@@ -96,4 +96,6 @@ func TestWebhookRejectsANamespaceOutsideTheTenantWithoutEnvironment(t *testing.T
 	g.Expect(cp.Client.Update(ctx, own)).To(MatchError(ContainSubstring("can only deploy to its own namespace")))
 }
 
-func keyOf(namespace, name string) client.ObjectKey { return client.ObjectKey{Namespace: namespace, Name: name} }
+func keyOf(namespace, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: namespace, Name: name}
+}
