@@ -72,7 +72,7 @@ tidy: ## go mod tidy every module and sync Argo CD's replace lines.
 .PHONY: lint
 lint: tools ## go vet and golangci-lint every module.
 	go vet $(PACKAGES)
-	for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...); done
+	status=0; for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || status=1; done; exit $$status
 
 .PHONY: verify
 verify: ## Fail when generated files are stale, code is unformatted, go.mod files are untidy, or lint fails.

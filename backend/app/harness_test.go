@@ -39,14 +39,13 @@ func TestMain(m *testing.M) {
 
 // harness is a running backend with its own database, tenant namespace and engine namespace.
 type harness struct {
-	t       *testing.T
-	g       Gomega
-	ctx     context.Context
-	db      *bun.DB
-	store   *db.Store
-	tenant  string // tenant namespace
-	engine  string // engine (Argo CD) namespace
-	started bool
+	t      *testing.T
+	g      Gomega
+	ctx    context.Context
+	db     *bun.DB
+	store  *db.Store
+	tenant string // tenant namespace
+	engine string // engine (Argo CD) namespace
 }
 
 func newNamespace(t *testing.T, prefix string) string {
