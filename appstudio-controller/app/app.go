@@ -1,0 +1,92 @@
+// Package app wires the appstudio-controller (public so that integration tests can run it
+// in-process): its flags and controllers. The controllers translate the AppStudio API into
+// the core GitOps Service API; they need no database.
+package app
+
+import (
+	"context"
+	"flag"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/binding"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/dtbinder"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/environment"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/promotion"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/provisioner"
+)
+
+// Options are the appstudio-controller's own flags.
+type Options struct {
+	// MaxConcurrentReconciles bounds parallel reconciles per controller.
+	MaxConcurrentReconciles int
+	// ProvisionerAPIServerURL is the API server URL written into the kubeconfigs of the
+	// built-in namespace provisioner; empty disables that provisioner.
+	ProvisionerAPIServerURL string
+	// PromotionTimeout is how long a PromotionRun waits for every component to be Synced
+	// and Healthy before it completes with Failure.
+	PromotionTimeout time.Duration
+}
+
+// BindFlags registers the options on fs.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
+	fs.StringVar(&o.ProvisionerAPIServerURL, "namespace-provisioner-api-url", "",
+		"API server URL (as reachable by Argo CD) written into the kubeconfigs of the built-in "+provisioner.Name+
+			" DeploymentTarget provisioner; empty disables the provisioner.")
+	fs.DurationVar(&o.PromotionTimeout, "promotion-timeout", 10*time.Minute, "How long a PromotionRun waits for all components to be Synced and Healthy before it fails.")
+}
+
+// Setup adds the controllers to mgr.
+func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
+	workers := o.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = 1
+	}
+	timeout := o.PromotionTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	if err := (&environment.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("environment-controller"), MaxConcurrentReconciles: workers,
+	}).SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	if err := (&binding.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("snapshotenvironmentbinding-controller"), MaxConcurrentReconciles: workers,
+	}).SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	if err := (&dtbinder.ClaimReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("deploymenttargetclaim-binder"), MaxConcurrentReconciles: workers,
+	}).SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	if err := (&dtbinder.TargetReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("deploymenttarget-binder"), MaxConcurrentReconciles: workers,
+	}).SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	if o.ProvisionerAPIServerURL != "" {
+		if err := (&provisioner.ClaimReconciler{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("namespace-provisioner"),
+			APIServerURL: o.ProvisionerAPIServerURL, MaxConcurrentReconciles: workers,
+		}).SetupWithManager(ctx, mgr); err != nil {
+			return err
+		}
+		if err := (&provisioner.TargetReconciler{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("namespace-provisioner"),
+			MaxConcurrentReconciles: workers,
+		}).SetupWithManager(ctx, mgr); err != nil {
+			return err
+		}
+	} else {
+		log.Info("namespace provisioner disabled", "flag", "namespace-provisioner-api-url")
+	}
+	return (&promotion.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("promotionrun-controller"),
+		Timeout: timeout, MaxConcurrentReconciles: workers,
+	}).SetupWithManager(ctx, mgr)
+}

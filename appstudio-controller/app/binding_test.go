@@ -1,0 +1,153 @@
+package app_test
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+)
+
+func component(name string) appstudio.BindingComponentStatus {
+	return appstudio.BindingComponentStatus{Name: name, GitOpsRepository: appstudio.BindingComponentGitOpsRepository{
+		URL: "https://github.com/example/gitops", Branch: "main", Path: "components/" + name + "/overlays/staging"}}
+}
+
+func (h *harness) binding(name string) *appstudio.SnapshotEnvironmentBinding {
+	b := &appstudio.SnapshotEnvironmentBinding{}
+	h.g.Expect(h.c.Get(h.ctx, h.key(name), b)).To(Succeed())
+	return b
+}
+
+func (h *harness) setComponents(name string, comps ...appstudio.BindingComponentStatus) {
+	h.t.Helper()
+	h.g.Eventually(func() error {
+		b := h.binding(name)
+		b.Status.Components = comps
+		return h.c.Status().Update(h.ctx, b)
+	}, eventually, poll).Should(Succeed())
+}
+
+func (h *harness) bindingCondition(name string) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		return meta.FindStatusCondition(h.binding(name).Status.BindingConditions, "ErrorOccurred")
+	}
+}
+
+// deploy sets a GitOpsDeployment's status as the backend would.
+func (h *harness) deploy(name string, sync gitops.SyncStatusCode, health gitops.HealthStatusCode, rev string) {
+	h.t.Helper()
+	h.g.Eventually(func() error {
+		d := &gitops.GitOpsDeployment{}
+		if err := h.c.Get(h.ctx, h.key(name), d); err != nil {
+			return err
+		}
+		d.Status.Sync = gitops.SyncStatus{Status: sync, Revision: rev}
+		d.Status.Health = gitops.HealthStatus{Status: health}
+		return h.c.Status().Update(h.ctx, d)
+	}, eventually, poll).Should(Succeed())
+}
+
+func TestBindingGeneratesDeployments(t *testing.T) {
+	h := start(t)
+	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "staging"}})
+	b := &appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: "appa-staging"},
+		Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "staging", Snapshot: "snap1"}}
+	h.create(b)
+	h.g.Eventually(h.bindingCondition("appa-staging"), eventually, poll).Should(withReason(metav1.ConditionTrue, "WaitingForComponentStatus"))
+
+	h.setComponents("appa-staging", component("comp-b"), component("comp-a"), component("comp-a"))
+	h.g.Eventually(h.bindingCondition("appa-staging"), eventually, poll).Should(withReason(metav1.ConditionTrue, "DuplicateComponents"))
+
+	h.setComponents("appa-staging", component("comp-b"), component("comp-a"))
+	nameA, nameB := "appa-staging-appa-staging-comp-a", "appa-staging-appa-staging-comp-b"
+	d := &gitops.GitOpsDeployment{}
+	h.g.Eventually(h.get(nameA, d), eventually, poll).Should(Succeed())
+	h.g.Expect(d.Labels).To(Equal(map[string]string{
+		appstudio.LabelApplication: "appa", appstudio.LabelComponent: "comp-a", appstudio.LabelEnvironment: "staging"}))
+	h.g.Expect(d.Spec).To(Equal(gitops.GitOpsDeploymentSpec{
+		Source:      gitops.ApplicationSource{RepoURL: "https://github.com/example/gitops", Path: "components/comp-a/overlays/staging", TargetRevision: "main"},
+		Destination: gitops.ApplicationDestination{Namespace: h.ns},
+		Type:        gitops.GitOpsDeploymentSpecTypeAutomated,
+	}))
+	h.g.Expect(metav1.IsControlledBy(d, h.binding("appa-staging"))).To(BeTrue())
+	h.g.Eventually(h.bindingCondition("appa-staging"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
+
+	// Status follows the deployments.
+	h.deploy(nameA, gitops.SyncStatusCodeSynced, gitops.HealthStatusCodeHealthy, "abc")
+	h.g.Eventually(func() []metav1.Condition { return h.binding("appa-staging").Status.ComponentDeploymentConditions }, eventually, poll).
+		Should(ConsistOf(And(
+			HaveField("Type", "AllComponentsDeployed"), HaveField("Reason", "CommitsUnsynced"),
+			HaveField("Status", metav1.ConditionFalse), HaveField("Message", "1 of 2 components deployed"))))
+	h.deploy(nameB, gitops.SyncStatusCodeSynced, gitops.HealthStatusCodeHealthy, "abc")
+	h.g.Eventually(func() []metav1.Condition { return h.binding("appa-staging").Status.ComponentDeploymentConditions }, eventually, poll).
+		Should(ConsistOf(And(HaveField("Reason", "CommitsSynced"), HaveField("Status", metav1.ConditionTrue), HaveField("Message", "2 of 2 components deployed"))))
+	h.g.Expect(h.binding("appa-staging").Status.GitOpsDeployments).To(Equal([]appstudio.BindingStatusGitOpsDeployment{
+		{ComponentName: "comp-a", GitOpsDeployment: nameA, SyncStatus: "Synced", Health: "Healthy", CommitID: "abc"},
+		{ComponentName: "comp-b", GitOpsDeployment: nameB, SyncStatus: "Synced", Health: "Healthy", CommitID: "abc"},
+	}))
+
+	// Drift is reverted, a deleted deployment is re-created.
+	h.g.Expect(h.c.Get(h.ctx, h.key(nameA), d)).To(Succeed())
+	d.Spec.Source.Path = "elsewhere"
+	d.Spec.Type = gitops.GitOpsDeploymentSpecTypeManual
+	delete(d.Labels, appstudio.LabelComponent)
+	h.g.Expect(h.c.Update(h.ctx, d)).To(Succeed())
+	h.g.Eventually(func() string {
+		_ = h.c.Get(h.ctx, h.key(nameA), d)
+		return d.Spec.Source.Path + "/" + string(d.Spec.Type) + "/" + d.Labels[appstudio.LabelComponent]
+	}, eventually, poll).Should(Equal("components/comp-a/overlays/staging/automated/comp-a"))
+	db := &gitops.GitOpsDeployment{}
+	h.g.Expect(h.c.Get(h.ctx, h.key(nameB), db)).To(Succeed())
+	uid := db.UID
+	h.g.Expect(h.c.Delete(h.ctx, db)).To(Succeed())
+	h.g.Eventually(func() bool {
+		return h.c.Get(h.ctx, h.key(nameB), db) == nil && db.UID != uid
+	}, eventually, poll).Should(BeTrue())
+
+	// A removed component's deployment is deleted.
+	h.setComponents("appa-staging", component("comp-a"))
+	h.g.Eventually(h.gone(&gitops.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: nameB}}), eventually, poll).Should(BeTrue())
+	h.g.Eventually(func() int { return len(h.binding("appa-staging").Status.GitOpsDeployments) }, eventually, poll).Should(Equal(1))
+}
+
+func TestBindingDestinationAndErrors(t *testing.T) {
+	h := start(t)
+	// Environment missing.
+	b := &appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "remote", Snapshot: "s"}}
+	h.create(b)
+	h.setComponents("b", component("c1"))
+	h.g.Eventually(h.bindingCondition("b"), eventually, poll).Should(withReason(metav1.ConditionTrue, "EnvironmentNotFound"))
+
+	// An Environment with credentials: deploy through its managed environment.
+	h.create(credsEnv("remote", "creds"))
+	d := &gitops.GitOpsDeployment{}
+	h.g.Eventually(h.get("b-app-remote-c1", d), eventually, poll).Should(Succeed())
+	h.g.Expect(d.Spec.Destination).To(Equal(gitops.ApplicationDestination{Environment: "managed-environment-remote", Namespace: "my-ns"}))
+
+	// Name shortening at the boundaries: <binding>-<component> of exactly 250 and of 251.
+	comp := strings.Repeat("c", 63)
+	for _, n := range []int{186, 187} {
+		name := strings.Repeat("x", n)
+		h.create(&appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "remote", Snapshot: "s"}})
+		h.setComponents(name, component(comp))
+	}
+	list := &gitops.GitOpsDeploymentList{}
+	h.g.Eventually(func() []string {
+		_ = h.c.List(h.ctx, list, client.InNamespace(h.ns), client.MatchingLabels{appstudio.LabelComponent: comp})
+		var names []string
+		for _, i := range list.Items {
+			names = append(names, i.Name)
+		}
+		return names
+	}, eventually, poll).Should(ConsistOf(
+		strings.Repeat("x", 186)+"-"+comp,
+		And(HavePrefix(strings.Repeat("x", 180)+"-"), HaveLen(245))))
+}

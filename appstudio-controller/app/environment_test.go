@@ -1,0 +1,134 @@
+package app_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+)
+
+func (h *harness) envCondition(name string) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		env := &appstudio.Environment{}
+		if err := h.c.Get(h.ctx, h.key(name), env); err != nil {
+			return nil
+		}
+		return meta.FindStatusCondition(env.Status.Conditions, "ErrorOccurred")
+	}
+}
+
+func withReason(status metav1.ConditionStatus, reason string) OmegaMatcher {
+	return And(Not(BeNil()), WithTransform(func(c *metav1.Condition) string { return string(c.Status) + "/" + c.Reason }, Equal(string(status)+"/"+reason)))
+}
+
+func credsEnv(name, secret string) *appstudio.Environment {
+	return &appstudio.Environment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appstudio.EnvironmentSpec{
+			DeploymentStrategy: appstudio.DeploymentStrategyManual,
+			UnstableConfigurationFields: &appstudio.UnstableEnvironmentConfiguration{
+				KubernetesClusterCredentials: appstudio.KubernetesClusterCredentials{
+					APIURL: "https://api.example.com:6443", TargetNamespace: "my-ns", ClusterCredentialsSecret: secret,
+					AllowInsecureSkipTLSVerify: true, Namespaces: []string{"a", "b"}, ClusterResources: true,
+				},
+			},
+		},
+	}
+}
+
+func TestEnvironmentWithCredentials(t *testing.T) {
+	h := start(t)
+	env := credsEnv("staging", "creds")
+	h.create(env)
+
+	h.g.Eventually(h.envCondition("staging"), eventually, poll).Should(withReason(metav1.ConditionTrue, "MissingCredentialsSecret"))
+	h.g.Expect(h.c.Get(h.ctx, h.key("managed-environment-staging"), &gitops.GitOpsDeploymentManagedEnvironment{})).NotTo(Succeed())
+
+	h.secret("creds", gitops.ManagedEnvironmentSecretType)
+	me := &gitops.GitOpsDeploymentManagedEnvironment{}
+	h.g.Eventually(h.get("managed-environment-staging", me), eventually, poll).Should(Succeed())
+	h.g.Expect(me.Spec).To(Equal(gitops.GitOpsDeploymentManagedEnvironmentSpec{
+		APIURL: "https://api.example.com:6443", ClusterCredentialsSecret: "creds", AllowInsecureSkipTLSVerify: true,
+		Namespaces: []string{"a", "b"}, ClusterResources: true,
+	}))
+	h.g.Expect(metav1.IsControlledBy(me, env)).To(BeTrue())
+	h.g.Eventually(h.envCondition("staging"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
+
+	// Drift is reverted.
+	me.Spec.APIURL = "https://other.example.com"
+	h.g.Expect(h.c.Update(h.ctx, me)).To(Succeed())
+	h.g.Eventually(func() string {
+		_ = h.c.Get(h.ctx, h.key(me.Name), me)
+		return me.Spec.APIURL
+	}, eventually, poll).Should(Equal("https://api.example.com:6443"))
+
+	// Both a claim and credentials: a clear condition, and what works is kept.
+	h.g.Expect(h.c.Get(h.ctx, h.key("staging"), env)).To(Succeed())
+	env.Spec.Configuration.Target = &appstudio.EnvironmentTarget{DeploymentTargetClaim: appstudio.DeploymentTargetClaimConfig{ClaimName: "x"}}
+	h.g.Expect(h.c.Update(h.ctx, env)).To(Succeed())
+	h.g.Eventually(h.envCondition("staging"), eventually, poll).Should(withReason(metav1.ConditionTrue, "InvalidEnvironment"))
+	h.g.Expect(h.c.Get(h.ctx, h.key(me.Name), me)).To(Succeed())
+
+	// Neither: deploys into its own namespace, the managed environment goes.
+	h.g.Expect(h.c.Get(h.ctx, h.key("staging"), env)).To(Succeed())
+	env.Spec.Configuration.Target = nil
+	env.Spec.UnstableConfigurationFields = nil
+	h.g.Expect(h.c.Update(h.ctx, env)).To(Succeed())
+	h.g.Eventually(h.gone(me), eventually, poll).Should(BeTrue())
+	h.g.Eventually(h.envCondition("staging"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
+
+	// Deleting the Environment deletes what it created (garbage collection).
+	env2 := credsEnv("prod", "creds")
+	h.create(env2)
+	me2 := &gitops.GitOpsDeploymentManagedEnvironment{}
+	h.g.Eventually(h.get("managed-environment-prod", me2), eventually, poll).Should(Succeed())
+	h.g.Expect(h.c.Delete(h.ctx, env2)).To(Succeed())
+	h.g.Eventually(h.gone(me2), eventually, poll).Should(BeTrue())
+}
+
+func TestEnvironmentWithClaim(t *testing.T) {
+	h := start(t)
+	h.g.Expect(h.c.Create(h.ctx, &appstudio.DeploymentTargetClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "cls-" + h.ns},
+		Spec:       appstudio.DeploymentTargetClassSpec{Provisioner: "example.com/none", ReclaimPolicy: appstudio.ReclaimPolicyRetain},
+	})).To(Succeed())
+	cls := appstudio.DeploymentTargetClassName("cls-" + h.ns)
+
+	env := &appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "dev"}, Spec: appstudio.EnvironmentSpec{
+		Configuration: appstudio.EnvironmentConfiguration{Target: &appstudio.EnvironmentTarget{
+			DeploymentTargetClaim: appstudio.DeploymentTargetClaimConfig{ClaimName: "dev-dtc"}}},
+	}}
+	h.create(env)
+	h.g.Eventually(h.envCondition("dev"), eventually, poll).Should(withReason(metav1.ConditionTrue, "DeploymentTargetClaimNotFound"))
+
+	h.create(&appstudio.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Name: "dev-dtc"}, Spec: appstudio.DeploymentTargetClaimSpec{DeploymentTargetClassName: cls}})
+	h.g.Eventually(h.envCondition("dev"), eventually, poll).Should(withReason(metav1.ConditionTrue, "DeploymentTargetClaimNotBound"))
+
+	// A target whose Secret is not a managed-environment Secret: it is copied.
+	h.secret("dt-secret", corev1.SecretTypeOpaque)
+	h.create(&appstudio.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Name: "dev-dt"}, Spec: appstudio.DeploymentTargetSpec{
+		DeploymentTargetClassName: cls,
+		KubernetesClusterCredentials: appstudio.DeploymentTargetKubernetesClusterCredentials{
+			DefaultNamespace: "team-dev", APIURL: "https://api.dev.example.com:6443", ClusterCredentialsSecret: "dt-secret"},
+	}})
+	me := &gitops.GitOpsDeploymentManagedEnvironment{}
+	h.g.Eventually(h.get("managed-environment-dev", me), eventually, poll).Should(Succeed())
+	h.g.Expect(me.Spec).To(Equal(gitops.GitOpsDeploymentManagedEnvironmentSpec{
+		APIURL: "https://api.dev.example.com:6443", ClusterCredentialsSecret: "managed-environment-secret-dev", Namespaces: []string{"team-dev"},
+	}))
+	copied := &corev1.Secret{}
+	h.g.Expect(h.c.Get(h.ctx, h.key("managed-environment-secret-dev"), copied)).To(Succeed())
+	h.g.Expect(copied.Type).To(Equal(gitops.ManagedEnvironmentSecretType))
+	h.g.Expect(copied.Data).To(HaveKeyWithValue("kubeconfig", []byte("apiVersion: v1\nkind: Config\n")))
+	h.g.Expect(metav1.IsControlledBy(copied, env)).To(BeTrue())
+	h.g.Eventually(h.envCondition("dev"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
+
+	h.g.Expect(h.c.Delete(h.ctx, env)).To(Succeed())
+	h.g.Eventually(h.gone(me), eventually, poll).Should(BeTrue())
+	h.g.Eventually(h.gone(copied), eventually, poll).Should(BeTrue())
+}

@@ -1,0 +1,145 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gitops-service/gitops-service/appstudio-controller/app"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
+)
+
+var cp *testenv.ControlPlane
+
+func TestMain(m *testing.M) {
+	var err error
+	if cp, err = testenv.StartControlPlane(testenv.Options{ControllerManager: true, WithoutArgoCDCRDs: true}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctrl.SetLogger(logr.Discard())
+	code := m.Run()
+	_ = cp.Stop()
+	os.Exit(code)
+}
+
+const (
+	eventually = 30 * time.Second
+	poll       = 100 * time.Millisecond
+)
+
+type harness struct {
+	t   *testing.T
+	g   Gomega
+	ctx context.Context
+	ns  string
+	c   client.Client
+}
+
+func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := cp.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// start runs the appstudio-controller in-process, its cache restricted to a fresh namespace.
+func start(t *testing.T, mutate ...func(*app.Options)) *harness {
+	t.Helper()
+	h := &harness{t: t, g: NewWithT(t), c: cp.Client}
+	h.ns = newNamespace(t, "tenant-")
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
+		Scheme:                 cp.Scheme,
+		Logger:                 testLogger(t),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{h.ns: {}},
+		},
+		Controller: config.Controller{SkipNameValidation: ptr(true)},
+	})
+	h.g.Expect(err).NotTo(HaveOccurred())
+	opts := &app.Options{MaxConcurrentReconciles: 2, PromotionTimeout: time.Minute}
+	for _, m := range mutate {
+		m(opts)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.g.Expect(opts.Setup(ctx, mgr, mgr.GetLogger())).To(Succeed())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	h.ctx = ctx
+	return h
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (h *harness) key(name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: h.ns, Name: name}
+}
+
+func (h *harness) create(o client.Object) {
+	h.t.Helper()
+	if o.GetNamespace() == "" {
+		o.SetNamespace(h.ns)
+	}
+	h.g.Expect(h.c.Create(h.ctx, o)).To(Succeed())
+}
+
+// get returns a function for Eventually that reads name into o.
+func (h *harness) get(name string, o client.Object) func() error {
+	return func() error { return h.c.Get(h.ctx, h.key(name), o) }
+}
+
+func (h *harness) secret(name string, typ corev1.SecretType) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Type: typ,
+		Data: map[string][]byte{"kubeconfig": []byte("apiVersion: v1\nkind: Config\n")}}
+	h.create(s)
+	return s
+}
+
+func (h *harness) gone(o client.Object) func() bool {
+	return func() bool {
+		err := h.c.Get(h.ctx, client.ObjectKeyFromObject(o), o)
+		return client.IgnoreNotFound(err) == nil && err != nil
+	}
+}
+
+// testLogger logs through t until the test ends (the manager logs a little after that).
+func testLogger(t *testing.T) logr.Logger {
+	var mu sync.Mutex
+	done := false
+	t.Cleanup(func() { mu.Lock(); done = true; mu.Unlock() })
+	return funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			t.Log(prefix, args)
+		}
+	}, funcr.Options{})
+}

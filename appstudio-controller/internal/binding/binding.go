@@ -1,0 +1,351 @@
+// Package binding reconciles SnapshotEnvironmentBindings into one automated GitOpsDeployment
+// per component listed in the binding's status.components (written by the Application
+// Service), and reports the deployments' sync and health status back on the binding.
+package binding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/environment"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
+)
+
+// Reasons of the binding's ErrorOccurred condition (status.bindingConditions).
+const (
+	ReasonWaitingForComponentStatus = "WaitingForComponentStatus"
+	ReasonDuplicateComponents       = "DuplicateComponents"
+	ReasonEnvironmentNotFound       = "EnvironmentNotFound"
+	ReasonEnvironmentNotReady       = "EnvironmentNotReady"
+	ReasonInvalidComponentStatus    = "InvalidComponentStatus"
+	ReasonNameConflict              = "GitOpsDeploymentNameConflict"
+)
+
+// EnvironmentIndex indexes bindings by spec.environment.
+const EnvironmentIndex = "spec.environment"
+
+// Reconciler reconciles SnapshotEnvironmentBindings.
+type Reconciler struct {
+	Client                  client.Client
+	Recorder                record.EventRecorder
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the controller: bindings are requeued when their
+// GitOpsDeployments change (drift, deletion, status) and when their Environment changes.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &appstudio.SnapshotEnvironmentBinding{}, EnvironmentIndex, func(o client.Object) []string {
+		return []string{o.(*appstudio.SnapshotEnvironmentBinding).Spec.Environment}
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&appstudio.SnapshotEnvironmentBinding{}).
+		Owns(&gitops.GitOpsDeployment{}).
+		Watches(&appstudio.Environment{}, handler.EnqueueRequestsFromMapFunc(r.forEnvironment)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Named("snapshotenvironmentbinding").
+		Complete(r)
+}
+
+func (r *Reconciler) forEnvironment(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &appstudio.SnapshotEnvironmentBindingList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{EnvironmentIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing bindings of environment")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, b := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+	}
+	return reqs
+}
+
+// Reconcile makes the binding's GitOpsDeployments match its components, and reports status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	b := &appstudio.SnapshotEnvironmentBinding{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	before := b.Status.DeepCopy()
+
+	err := r.reconcile(ctx, b)
+	if err != nil && !errcond.IsUser(err) {
+		log.Error(err, "reconciling binding")
+	}
+	if errcond.Apply(&b.Status.BindingConditions, b.Generation, err) && r.Recorder != nil {
+		if c := meta.FindStatusCondition(b.Status.BindingConditions, errcond.Type); c != nil && c.Status == metav1.ConditionTrue {
+			r.Recorder.Event(b, corev1.EventTypeWarning, c.Reason, c.Message)
+		} else {
+			r.Recorder.Event(b, corev1.EventTypeNormal, errcond.ReasonResolved, "The binding's earlier error is resolved")
+		}
+	}
+	if sErr := r.summarize(ctx, b); sErr != nil {
+		err = errors.Join(err, sErr)
+	}
+	b.Status.ObservedGeneration = b.Generation
+	if !equality.Semantic.DeepEqual(before, &b.Status) {
+		orig := b.DeepCopy()
+		orig.Status = *before
+		if perr := r.Client.Status().Patch(ctx, b, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
+			return ctrl.Result{}, errors.Join(internalOnly(err), fmt.Errorf("patching status: %w", perr))
+		}
+	}
+	return ctrl.Result{}, internalOnly(err)
+}
+
+func internalOnly(err error) error {
+	if err == nil || errcond.IsUser(err) {
+		return nil
+	}
+	return err
+}
+
+// destination resolves where the binding's Environment deploys to.
+func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) (gitops.ApplicationDestination, error) {
+	env := &appstudio.Environment{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Environment}, env); err != nil {
+		if apierrors.IsNotFound(err) {
+			return gitops.ApplicationDestination{}, errcond.New(ReasonEnvironmentNotFound, fmt.Sprintf("Environment %q does not exist in namespace %q", b.Spec.Environment, b.Namespace))
+		}
+		return gitops.ApplicationDestination{}, err
+	}
+	creds, claim := environment.Credentials(env), environment.ClaimName(env)
+	switch {
+	case creds != nil && claim != "":
+		return gitops.ApplicationDestination{}, errcond.New(ReasonEnvironmentNotReady, fmt.Sprintf("Environment %q is invalid: it sets both a DeploymentTargetClaim and cluster credentials", env.Name))
+	case creds != nil:
+		return gitops.ApplicationDestination{Environment: environment.ManagedEnvironmentName(env.Name), Namespace: creds.TargetNamespace}, nil
+	case claim != "":
+		dt, err := environment.BoundTarget(ctx, r.Client, env.Namespace, claim)
+		if err != nil {
+			var ue *errcond.Error
+			if errors.As(err, &ue) {
+				return gitops.ApplicationDestination{}, errcond.New(ReasonEnvironmentNotReady, fmt.Sprintf("Environment %q cannot be deployed to yet: %s", env.Name, ue.Message))
+			}
+			return gitops.ApplicationDestination{}, err
+		}
+		return gitops.ApplicationDestination{Environment: environment.ManagedEnvironmentName(env.Name), Namespace: dt.Spec.KubernetesClusterCredentials.DefaultNamespace}, nil
+	default:
+		return gitops.ApplicationDestination{Namespace: b.Namespace}, nil
+	}
+}
+
+// Desired returns the GitOpsDeployments of the binding (without owner references), or a user
+// error when its component status cannot be used.
+func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDestination) ([]*gitops.GitOpsDeployment, error) {
+	seen := map[string]bool{}
+	var out []*gitops.GitOpsDeployment
+	for _, c := range b.Status.Components {
+		if seen[c.Name] {
+			return nil, errcond.New(ReasonDuplicateComponents, fmt.Sprintf("status.components lists component %q more than once", c.Name))
+		}
+		seen[c.Name] = true
+		repo := c.GitOpsRepository
+		if repo.URL == "" || repo.Path == "" {
+			return nil, errcond.New(ReasonInvalidComponentStatus, fmt.Sprintf("component %q has no GitOps repository URL or path in status.components", c.Name))
+		}
+		out = append(out, &gitops.GitOpsDeployment{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: b.Namespace,
+				Name:      DeploymentName(b.Name, b.Spec.Application, b.Spec.Environment, c.Name),
+				Labels:    labels(b.Spec.Application, c.Name, b.Spec.Environment),
+			},
+			Spec: gitops.GitOpsDeploymentSpec{
+				Source:      gitops.ApplicationSource{RepoURL: repo.URL, Path: repo.Path, TargetRevision: repo.Branch},
+				Destination: dest,
+				Type:        gitops.GitOpsDeploymentSpecTypeAutomated,
+			},
+		})
+	}
+	return out, nil
+}
+
+// labels returns the application/component/environment labels; a value that cannot be a
+// label value (longer than 63 characters) is left out rather than failing the deployment.
+func labels(application, component, env string) map[string]string {
+	out := map[string]string{}
+	for k, v := range map[string]string{
+		appstudio.LabelApplication: application,
+		appstudio.LabelComponent:   component,
+		appstudio.LabelEnvironment: env,
+	} {
+		if len(validation.IsValidLabelValue(v)) == 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) error {
+	if len(b.Status.Components) == 0 {
+		return errcond.New(ReasonWaitingForComponentStatus, "Waiting for the Application Service to write the components' GitOps repository locations (status.components) before generating GitOpsDeployments")
+	}
+	dest, err := r.destination(ctx, b)
+	if err != nil {
+		return err
+	}
+	want, err := Desired(b, dest)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	var errs []error
+	for _, d := range want {
+		keep[d.Name] = true
+		if err := r.apply(ctx, b, d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Delete the deployments of components that are gone.
+	owned, err := r.owned(ctx, b)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for i := range owned {
+		d := &owned[i]
+		if keep[d.Name] {
+			continue
+		}
+		if err := r.Client.Delete(ctx, d, client.Preconditions{UID: &d.UID}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("deleted GitOpsDeployment of removed component", "gitopsDeployment", d.Name)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(b, corev1.EventTypeNormal, "Deleted", "Deleted GitOpsDeployment %s of a component no longer in the binding", d.Name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) owned(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) ([]gitops.GitOpsDeployment, error) {
+	list := &gitops.GitOpsDeploymentList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace)); err != nil {
+		return nil, err
+	}
+	var out []gitops.GitOpsDeployment
+	for _, d := range list.Items {
+		if metav1.IsControlledBy(&d, b) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// apply creates want, or reverts drift of the existing deployment of that name.
+func (r *Reconciler) apply(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding, want *gitops.GitOpsDeployment) error {
+	d := &gitops.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}}
+	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, d, func() error {
+		if d.ResourceVersion != "" && !metav1.IsControlledBy(d, b) {
+			return errcond.New(ReasonNameConflict, fmt.Sprintf("GitOpsDeployment %q already exists and is not owned by this binding; delete or rename it", d.Name))
+		}
+		if d.Labels == nil {
+			d.Labels = map[string]string{}
+		}
+		for k, v := range want.Labels {
+			d.Labels[k] = v
+		}
+		d.Spec.Source = want.Spec.Source
+		d.Spec.Destination = want.Spec.Destination
+		d.Spec.Type = want.Spec.Type
+		d.Spec.SyncPolicy = nil
+		return controllerutil.SetControllerReference(b, d, r.Client.Scheme())
+	})
+	if err != nil {
+		return err
+	}
+	if op != controllerutil.OperationResultNone {
+		ctrl.LoggerFrom(ctx).Info("GitOpsDeployment written", "gitopsDeployment", d.Name, "operation", op)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(b, corev1.EventTypeNormal, "GitOpsDeployment"+capitalize(string(op)), "GitOpsDeployment %s %s", d.Name, op)
+		}
+	}
+	return nil
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+// summarize writes status.gitopsDeployments and componentDeploymentConditions from the
+// GitOpsDeployments of the components in status.components.
+func (r *Reconciler) summarize(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) error {
+	owned, err := r.owned(ctx, b)
+	if err != nil {
+		return err
+	}
+	byName := map[string]*gitops.GitOpsDeployment{}
+	for i := range owned {
+		byName[owned[i].Name] = &owned[i]
+	}
+	var list []appstudio.BindingStatusGitOpsDeployment
+	seen := map[string]bool{}
+	deployed := 0
+	for _, c := range b.Status.Components {
+		if seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		name := DeploymentName(b.Name, b.Spec.Application, b.Spec.Environment, c.Name)
+		entry := appstudio.BindingStatusGitOpsDeployment{ComponentName: c.Name}
+		if d := byName[name]; d != nil {
+			entry.GitOpsDeployment = d.Name
+			entry.SyncStatus = appstudio.DeploymentSyncStatus(d.Status.Sync.Status)
+			entry.Health = appstudio.DeploymentHealthStatus(d.Status.Health.Status)
+			entry.CommitID = d.Status.Sync.Revision
+			if d.Status.Sync.Status == gitops.SyncStatusCodeSynced && d.Status.Health.Status == gitops.HealthStatusCodeHealthy {
+				deployed++
+			}
+		}
+		list = append(list, entry)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].ComponentName < list[j].ComponentName })
+	b.Status.GitOpsDeployments = list
+	if len(list) == 0 {
+		return nil
+	}
+	cond := metav1.Condition{
+		Type:               appstudio.ComponentDeploymentConditionAllComponentsDeployed,
+		Status:             metav1.ConditionFalse,
+		Reason:             appstudio.ComponentDeploymentReasonCommitsUnsynced,
+		Message:            fmt.Sprintf("%d of %d components deployed", deployed, len(list)),
+		ObservedGeneration: b.Generation,
+	}
+	if deployed == len(list) {
+		cond.Status, cond.Reason = metav1.ConditionTrue, appstudio.ComponentDeploymentReasonCommitsSynced
+	}
+	prev := meta.FindStatusCondition(b.Status.ComponentDeploymentConditions, cond.Type)
+	if r.Recorder != nil && (prev == nil || prev.Status != cond.Status) && cond.Status == metav1.ConditionTrue {
+		r.Recorder.Event(b, corev1.EventTypeNormal, cond.Reason, cond.Message)
+	}
+	// Keep AllComponentsDeployed the first (and only) condition of the list.
+	meta.SetStatusCondition(&b.Status.ComponentDeploymentConditions, cond)
+	return nil
+}

@@ -1,0 +1,290 @@
+// Package dtbinder binds DeploymentTargetClaims to DeploymentTargets, following the
+// PersistentVolumeClaim/PersistentVolume binder: a claim without spec.targetName binds to an
+// Available target of its class that no claim holds (or to a target provisioned for it); a
+// claim whose class has a provisioner and finds no target asks that provisioner for one
+// (annotation provisioner.appstudio.redhat.com/dt-provisioner). When a claim is deleted its
+// target is deleted (class reclaimPolicy Delete) or released (Retain).
+//
+// ClaimReconciler owns the claims (finalizer, spec.targetName, annotations, status) and the
+// targets' spec.claimRef; TargetReconciler owns the targets' status.phase.
+package dtbinder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+)
+
+// ClaimReconciler binds DeploymentTargetClaims.
+type ClaimReconciler struct {
+	Client                  client.Client
+	Recorder                record.EventRecorder
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the controller: claims are requeued when a target in their
+// namespace changes (it may now satisfy them) and when a class changes.
+func (r *ClaimReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&appstudio.DeploymentTargetClaim{}).
+		Watches(&appstudio.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(r.forTarget)).
+		Watches(&appstudio.DeploymentTargetClass{}, handler.EnqueueRequestsFromMapFunc(r.forClass)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Named("deploymenttargetclaim-binder").
+		Complete(r)
+}
+
+func (r *ClaimReconciler) forTarget(ctx context.Context, o client.Object) []reconcile.Request {
+	dt := o.(*appstudio.DeploymentTarget)
+	claims := &appstudio.DeploymentTargetClaimList{}
+	if err := r.Client.List(ctx, claims, client.InNamespace(dt.Namespace)); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, c := range claims.Items {
+		if c.Name == dt.Spec.ClaimRef || c.Spec.TargetName == dt.Name ||
+			(c.Spec.TargetName == "" && c.Spec.DeploymentTargetClassName == dt.Spec.DeploymentTargetClassName) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+		}
+	}
+	return reqs
+}
+
+func (r *ClaimReconciler) forClass(ctx context.Context, o client.Object) []reconcile.Request {
+	claims := &appstudio.DeploymentTargetClaimList{}
+	if err := r.Client.List(ctx, claims); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, c := range claims.Items {
+		if string(c.Spec.DeploymentTargetClassName) == o.GetName() && c.Status.Phase != appstudio.DeploymentTargetClaimPhaseBound {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+		}
+	}
+	return reqs
+}
+
+// Reconcile binds, or releases, one claim.
+func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	dtc := &appstudio.DeploymentTargetClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, dtc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !dtc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, dtc)
+	}
+	if controllerutil.AddFinalizer(dtc, appstudio.FinalizerBinder) {
+		if err := r.Client.Update(ctx, dtc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	phase, err := r.bind(ctx, dtc)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "binding claim")
+	}
+	if phase != "" && phase != dtc.Status.Phase {
+		orig := dtc.DeepCopy()
+		dtc.Status.Phase = phase
+		if perr := r.Client.Status().Patch(ctx, dtc, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
+			return ctrl.Result{}, errors.Join(err, perr)
+		}
+		ctrl.LoggerFrom(ctx).Info("claim phase changed", "from", orig.Status.Phase, "to", phase)
+		r.event(dtc, corev1.EventTypeNormal, "Phase"+string(phase), "DeploymentTargetClaim is "+string(phase))
+	}
+	return ctrl.Result{}, err
+}
+
+func (r *ClaimReconciler) event(o client.Object, typ, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Event(o, typ, reason, msg)
+	}
+}
+
+// bind returns the phase the claim is in after trying to bind it ("" = leave as is).
+func (r *ClaimReconciler) bind(ctx context.Context, dtc *appstudio.DeploymentTargetClaim) (appstudio.DeploymentTargetClaimPhase, error) {
+	if dtc.Spec.TargetName != "" {
+		return r.bindNamed(ctx, dtc)
+	}
+	dt, err := r.findTarget(ctx, dtc)
+	if err != nil {
+		return "", err
+	}
+	if dt == nil {
+		return appstudio.DeploymentTargetClaimPhasePending, r.askProvisioner(ctx, dtc)
+	}
+	// As the PV binder does: bind the target first, then the claim.
+	if err := r.bindTarget(ctx, dt, dtc); err != nil {
+		return "", err
+	}
+	dtc.Spec.TargetName = dt.Name
+	setAnn(dtc, appstudio.AnnBoundByController, appstudio.AnnBinderValueTrue)
+	setAnn(dtc, appstudio.AnnBindCompleted, appstudio.AnnBinderValueTrue)
+	if err := r.Client.Update(ctx, dtc); err != nil {
+		return "", err
+	}
+	ctrl.LoggerFrom(ctx).Info("claim bound", "deploymentTarget", dt.Name)
+	r.event(dtc, corev1.EventTypeNormal, "Bound", "Bound to DeploymentTarget "+dt.Name)
+	return appstudio.DeploymentTargetClaimPhaseBound, nil
+}
+
+// bindNamed handles a claim whose spec.targetName is set (by us, or by the user).
+func (r *ClaimReconciler) bindNamed(ctx context.Context, dtc *appstudio.DeploymentTargetClaim) (appstudio.DeploymentTargetClaimPhase, error) {
+	dt := &appstudio.DeploymentTarget{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: dtc.Namespace, Name: dtc.Spec.TargetName}, dt); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return "", err
+		}
+		if dtc.Annotations[appstudio.AnnBindCompleted] == appstudio.AnnBinderValueTrue {
+			if dtc.Status.Phase != appstudio.DeploymentTargetClaimPhaseLost {
+				r.event(dtc, corev1.EventTypeWarning, "TargetLost", "DeploymentTarget "+dtc.Spec.TargetName+" no longer exists")
+			}
+			return appstudio.DeploymentTargetClaimPhaseLost, nil
+		}
+		return appstudio.DeploymentTargetClaimPhasePending, nil
+	}
+	switch dt.Spec.ClaimRef {
+	case dtc.Name:
+	case "":
+		if dt.Status.Phase == appstudio.DeploymentTargetPhaseReleased || dt.Status.Phase == appstudio.DeploymentTargetPhaseFailed {
+			return appstudio.DeploymentTargetClaimPhasePending, nil
+		}
+		if err := r.bindTarget(ctx, dt, dtc); err != nil {
+			return "", err
+		}
+	default:
+		if dtc.Status.Phase != appstudio.DeploymentTargetClaimPhasePending {
+			r.event(dtc, corev1.EventTypeWarning, "TargetClaimed", fmt.Sprintf("DeploymentTarget %s is bound to another claim (%s)", dt.Name, dt.Spec.ClaimRef))
+		}
+		return appstudio.DeploymentTargetClaimPhasePending, nil
+	}
+	if setAnn(dtc, appstudio.AnnBindCompleted, appstudio.AnnBinderValueTrue) {
+		if err := r.Client.Update(ctx, dtc); err != nil {
+			return "", err
+		}
+	}
+	return appstudio.DeploymentTargetClaimPhaseBound, nil
+}
+
+// findTarget returns a target for an unbound claim: first one provisioned for (or pre-bound
+// to) it, else the oldest Available unclaimed target of its class.
+func (r *ClaimReconciler) findTarget(ctx context.Context, dtc *appstudio.DeploymentTargetClaim) (*appstudio.DeploymentTarget, error) {
+	list := &appstudio.DeploymentTargetList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(dtc.Namespace)); err != nil {
+		return nil, err
+	}
+	items := list.Items
+	sort.Slice(items, func(i, j int) bool {
+		if !items[i].CreationTimestamp.Equal(&items[j].CreationTimestamp) {
+			return items[i].CreationTimestamp.Before(&items[j].CreationTimestamp)
+		}
+		return items[i].Name < items[j].Name
+	})
+	var candidate *appstudio.DeploymentTarget
+	for i := range items {
+		dt := &items[i]
+		if !dt.DeletionTimestamp.IsZero() || dt.Spec.DeploymentTargetClassName != dtc.Spec.DeploymentTargetClassName {
+			continue
+		}
+		if dt.Status.Phase == appstudio.DeploymentTargetPhaseReleased || dt.Status.Phase == appstudio.DeploymentTargetPhaseFailed {
+			continue
+		}
+		if dt.Spec.ClaimRef == dtc.Name {
+			return dt, nil
+		}
+		if candidate == nil && dt.Spec.ClaimRef == "" && dt.Status.Phase == appstudio.DeploymentTargetPhaseAvailable {
+			candidate = dt
+		}
+	}
+	return candidate, nil
+}
+
+func (r *ClaimReconciler) bindTarget(ctx context.Context, dt *appstudio.DeploymentTarget, dtc *appstudio.DeploymentTargetClaim) error {
+	if dt.Spec.ClaimRef == dtc.Name {
+		return nil
+	}
+	dt.Spec.ClaimRef = dtc.Name
+	// Update (optimistic concurrency) so that two claims cannot take the same target.
+	return r.Client.Update(ctx, dt)
+}
+
+// askProvisioner annotates the claim for its class's provisioner, if the class has one.
+func (r *ClaimReconciler) askProvisioner(ctx context.Context, dtc *appstudio.DeploymentTargetClaim) error {
+	cls := &appstudio.DeploymentTargetClass{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: string(dtc.Spec.DeploymentTargetClassName)}, cls); err != nil {
+		// No class (yet): the class watch requeues the claim when it appears.
+		return client.IgnoreNotFound(err)
+	}
+	if cls.Spec.Provisioner == "" || dtc.Annotations[appstudio.AnnTargetProvisioner] == string(cls.Spec.Provisioner) {
+		return nil
+	}
+	setAnn(dtc, appstudio.AnnTargetProvisioner, string(cls.Spec.Provisioner))
+	if err := r.Client.Update(ctx, dtc); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("claim marked for provisioning", "provisioner", cls.Spec.Provisioner)
+	r.event(dtc, corev1.EventTypeNormal, "Provisioning", "Waiting for provisioner "+string(cls.Spec.Provisioner)+" to provision a DeploymentTarget")
+	return nil
+}
+
+// finalize releases or deletes the claim's target according to the class's reclaim policy,
+// then removes the finalizer. A claim whose class is gone retains its target (nothing lost).
+func (r *ClaimReconciler) finalize(ctx context.Context, dtc *appstudio.DeploymentTargetClaim) error {
+	if !controllerutil.ContainsFinalizer(dtc, appstudio.FinalizerBinder) {
+		return nil
+	}
+	if dtc.Spec.TargetName != "" {
+		dt := &appstudio.DeploymentTarget{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: dtc.Namespace, Name: dtc.Spec.TargetName}, dt)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err == nil && dt.Spec.ClaimRef == dtc.Name && dt.DeletionTimestamp.IsZero() {
+			policy := appstudio.ReclaimPolicyRetain
+			cls := &appstudio.DeploymentTargetClass{}
+			if cerr := r.Client.Get(ctx, client.ObjectKey{Name: string(dt.Spec.DeploymentTargetClassName)}, cls); cerr == nil {
+				policy = cls.Spec.ReclaimPolicy
+			} else if !apierrors.IsNotFound(cerr) {
+				return cerr
+			}
+			if policy == appstudio.ReclaimPolicyDelete {
+				if err := r.Client.Delete(ctx, dt, client.Preconditions{UID: &dt.UID}); err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+				ctrl.LoggerFrom(ctx).Info("deleted target of deleted claim", "deploymentTarget", dt.Name)
+			} else {
+				// Retain: the target keeps claimRef (as a PV keeps claimRef) and TargetReconciler
+				// marks it Released once the claim is gone.
+				ctrl.LoggerFrom(ctx).Info("retained target of deleted claim", "deploymentTarget", dt.Name)
+			}
+		}
+	}
+	controllerutil.RemoveFinalizer(dtc, appstudio.FinalizerBinder)
+	return client.IgnoreNotFound(r.Client.Update(ctx, dtc))
+}
+
+func setAnn(o client.Object, k, v string) bool {
+	a := o.GetAnnotations()
+	if a[k] == v {
+		return false
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[k] = v
+	o.SetAnnotations(a)
+	return true
+}

@@ -1,0 +1,114 @@
+package dtbinder
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+)
+
+// TargetReconciler keeps the phase of DeploymentTargets: Available without a claim, Bound
+// while its claim exists, Released once its claim is gone (sticky, as for PVs: an
+// administrator clears spec.claimRef to make it Available again).
+type TargetReconciler struct {
+	Client                  client.Client
+	Recorder                record.EventRecorder
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the controller; targets are requeued when their claim changes.
+func (r *TargetReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&appstudio.DeploymentTarget{}).
+		Watches(&appstudio.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.forClaim)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Named("deploymenttarget-binder").
+		Complete(r)
+}
+
+func (r *TargetReconciler) forClaim(ctx context.Context, o client.Object) []reconcile.Request {
+	dtc := o.(*appstudio.DeploymentTargetClaim)
+	var reqs []reconcile.Request
+	if dtc.Spec.TargetName != "" {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: dtc.Namespace, Name: dtc.Spec.TargetName}})
+	}
+	list := &appstudio.DeploymentTargetList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(dtc.Namespace)); err == nil {
+		for _, dt := range list.Items {
+			if dt.Spec.ClaimRef == dtc.Name && dt.Name != dtc.Spec.TargetName {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: dt.Namespace, Name: dt.Name}})
+			}
+		}
+	}
+	return reqs
+}
+
+// Phase computes a target's phase from its claim (nil when the claim does not exist).
+func Phase(dt *appstudio.DeploymentTarget, claim *appstudio.DeploymentTargetClaim) appstudio.DeploymentTargetPhase {
+	switch {
+	case dt.Spec.ClaimRef == "":
+		return appstudio.DeploymentTargetPhaseAvailable
+	case dt.Status.Phase == appstudio.DeploymentTargetPhaseReleased || dt.Status.Phase == appstudio.DeploymentTargetPhaseFailed:
+		return dt.Status.Phase
+	case claim == nil || !claim.DeletionTimestamp.IsZero():
+		if dt.Status.Phase == appstudio.DeploymentTargetPhaseBound {
+			return appstudio.DeploymentTargetPhaseReleased
+		}
+		// Provisioned or pre-bound for a claim that is not there (yet).
+		if claim == nil && dt.Status.Phase == "" {
+			return appstudio.DeploymentTargetPhasePending
+		}
+		return dt.Status.Phase
+	case claim.Spec.TargetName == dt.Name:
+		return appstudio.DeploymentTargetPhaseBound
+	default:
+		// claimRef set, the claim not bound to it yet: the claim binder finishes the binding.
+		return appstudio.DeploymentTargetPhasePending
+	}
+}
+
+// Reconcile updates one target's phase.
+func (r *TargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	dt := &appstudio.DeploymentTarget{}
+	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	var claim *appstudio.DeploymentTargetClaim
+	if dt.Spec.ClaimRef != "" {
+		c := &appstudio.DeploymentTargetClaim{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: dt.Namespace, Name: dt.Spec.ClaimRef}, c)
+		switch {
+		case err == nil:
+			claim = c
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, err
+		}
+	}
+	phase := Phase(dt, claim)
+	if phase == dt.Status.Phase {
+		return ctrl.Result{}, nil
+	}
+	orig := dt.DeepCopy()
+	dt.Status.Phase = phase
+	if err := r.Client.Status().Patch(ctx, dt, client.MergeFrom(orig)); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctrl.LoggerFrom(ctx).Info("target phase changed", "from", orig.Status.Phase, "to", phase)
+	if r.Recorder != nil {
+		typ := corev1.EventTypeNormal
+		if phase == appstudio.DeploymentTargetPhaseFailed {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Event(dt, typ, "Phase"+string(phase), "DeploymentTarget is "+string(phase))
+	}
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,345 @@
+// Package promotion reconciles manual PromotionRuns: it points the Application's
+// SnapshotEnvironmentBinding for the target Environment at the Snapshot (creating
+// "<application>-<environment>-generated-binding" when there is none), then completes with
+// Success once every component is Synced and Healthy, or with Failure after a timeout. Only
+// one PromotionRun per Application runs at a time: the oldest unfinished one.
+package promotion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
+	"github.com/gitops-service/gitops-service/backend-shared/conditions"
+)
+
+// ApplicationIndex indexes PromotionRuns and bindings by spec.application.
+const ApplicationIndex = "spec.application"
+
+// Reconciler reconciles PromotionRuns.
+type Reconciler struct {
+	Client                  client.Client
+	Recorder                record.EventRecorder
+	Timeout                 time.Duration
+	MaxConcurrentReconciles int
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller: runs are requeued when a binding or another run
+// of their Application changes.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &appstudio.PromotionRun{}, ApplicationIndex, func(o client.Object) []string {
+		return []string{o.(*appstudio.PromotionRun).Spec.Application}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &appstudio.SnapshotEnvironmentBinding{}, ApplicationIndex, func(o client.Object) []string {
+		return []string{o.(*appstudio.SnapshotEnvironmentBinding).Spec.Application}
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&appstudio.PromotionRun{}).
+		Watches(&appstudio.SnapshotEnvironmentBinding{}, handler.EnqueueRequestsFromMapFunc(r.runsOf)).
+		Watches(&appstudio.PromotionRun{}, handler.EnqueueRequestsFromMapFunc(r.runsOf)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Named("promotionrun").
+		Complete(r)
+}
+
+func (r *Reconciler) runsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	var app string
+	switch v := o.(type) {
+	case *appstudio.SnapshotEnvironmentBinding:
+		app = v.Spec.Application
+	case *appstudio.PromotionRun:
+		app = v.Spec.Application
+	}
+	runs := &appstudio.PromotionRunList{}
+	if err := r.Client.List(ctx, runs, client.InNamespace(o.GetNamespace()), client.MatchingFields{ApplicationIndex: app}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, run := range runs.Items {
+		if run.Status.State != appstudio.PromotionRunStateComplete && run.Name != o.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: run.Namespace, Name: run.Name}})
+		}
+	}
+	return reqs
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile advances one PromotionRun.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	run := &appstudio.PromotionRun{}
+	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if run.Status.State == appstudio.PromotionRunStateComplete || !run.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	before := run.Status.DeepCopy()
+	prevState := run.Status.State
+
+	result, err := r.advance(ctx, run)
+	if err != nil && !errcond.IsUser(err) {
+		log.Error(err, "reconciling promotion run")
+	}
+	r.setError(run, err)
+	run.Status.ObservedGeneration = run.Generation
+	if run.Status.State != prevState && r.Recorder != nil {
+		typ := corev1.EventTypeNormal
+		if run.Status.CompletionResult == appstudio.PromotionRunCompleteResultFailure {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(run, typ, string(run.Status.State), "PromotionRun is %s %s", run.Status.State, run.Status.CompletionResult)
+	}
+	if !equality.Semantic.DeepEqual(before, &run.Status) {
+		orig := run.DeepCopy()
+		orig.Status = *before
+		if perr := r.Client.Status().Patch(ctx, run, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
+			return ctrl.Result{}, errors.Join(internalOnly(err), perr)
+		}
+	}
+	return result, internalOnly(err)
+}
+
+func internalOnly(err error) error {
+	if err == nil || errcond.IsUser(err) {
+		return nil
+	}
+	return err
+}
+
+// setError records err in the ErrorOccurred condition (GitOps-style PromotionRunCondition).
+func (r *Reconciler) setError(run *appstudio.PromotionRun, err error) {
+	var c *appstudio.PromotionRunCondition
+	for i := range run.Status.Conditions {
+		if run.Status.Conditions[i].Type == appstudio.PromotionRunConditionErrorOccurred {
+			c = &run.Status.Conditions[i]
+		}
+	}
+	now := metav1.NewTime(r.now())
+	if err == nil {
+		if c != nil && c.Status == appstudio.PromotionRunConditionStatusTrue {
+			c.Status, c.Reason, c.Message, c.LastProbeTime, c.LastTransitionTime =
+				appstudio.PromotionRunConditionStatusFalse, appstudio.PromotionRunReasonErrorOccurredResolved, "", &now, &now
+		}
+		return
+	}
+	msg := conditions.InternalErrorMessage
+	var ue *errcond.Error
+	if errors.As(err, &ue) {
+		msg = ue.Message
+	}
+	if c == nil {
+		run.Status.Conditions = append(run.Status.Conditions, appstudio.PromotionRunCondition{Type: appstudio.PromotionRunConditionErrorOccurred})
+		c = &run.Status.Conditions[len(run.Status.Conditions)-1]
+	}
+	if c.Status == appstudio.PromotionRunConditionStatusTrue && c.Message == msg {
+		return
+	}
+	if c.Status != appstudio.PromotionRunConditionStatusTrue {
+		c.LastTransitionTime = &now
+	}
+	c.Status, c.Reason, c.Message, c.LastProbeTime = appstudio.PromotionRunConditionStatusTrue, appstudio.PromotionRunReasonErrorOccurred, msg, &now
+}
+
+func (r *Reconciler) advance(ctx context.Context, run *appstudio.PromotionRun) (ctrl.Result, error) {
+	if run.Spec.ManualPromotion == nil {
+		return ctrl.Result{}, errcond.New("Unsupported", "automated promotion (spec.automatedPromotion) is not supported yet; use spec.manualPromotion")
+	}
+	target := run.Spec.ManualPromotion.TargetEnvironment
+	if run.Status.State == "" {
+		run.Status.State = appstudio.PromotionRunStateWaiting
+	}
+	if run.Status.State == appstudio.PromotionRunStateWaiting {
+		if other, err := r.activeRun(ctx, run); err != nil || other != "" {
+			if err == nil {
+				err = errcond.New("PromotionInProgress", fmt.Sprintf("PromotionRun %q of application %q is in progress; this one starts when it completes", other, run.Spec.Application))
+			}
+			return ctrl.Result{}, err
+		}
+		if err := r.validate(ctx, run, target); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	binding, err := r.pointBinding(ctx, run, target)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if run.Status.State == appstudio.PromotionRunStateWaiting {
+		start := metav1.NewTime(r.now())
+		run.Status.State = appstudio.PromotionRunStateActive
+		run.Status.PromotionStartTime = &start
+		run.Status.ActiveBindings = []string{binding.Name}
+		run.Status.EnvironmentStatus = []appstudio.PromotionRunEnvironmentStatus{{
+			Step: 1, EnvironmentName: target, Status: appstudio.PromotionRunEnvironmentStatusInProgress,
+			DisplayStatus: "Waiting for all components to be synced and healthy"}}
+	}
+	if Deployed(binding, run.Spec.Snapshot) {
+		r.complete(run, appstudio.PromotionRunCompleteResultSuccess, appstudio.PromotionRunEnvironmentStatusSuccess, "All components are synced and healthy")
+		return ctrl.Result{}, nil
+	}
+	remaining := run.Status.PromotionStartTime.Add(r.Timeout).Sub(r.now())
+	if remaining <= 0 {
+		r.complete(run, appstudio.PromotionRunCompleteResultFailure, appstudio.PromotionRunEnvironmentStatusFailed,
+			fmt.Sprintf("Not all components were synced and healthy within %s", r.Timeout))
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: remaining}, nil
+}
+
+func (r *Reconciler) complete(run *appstudio.PromotionRun, result appstudio.PromotionRunCompleteResult, step appstudio.PromotionRunEnvironmentStatusField, msg string) {
+	run.Status.State = appstudio.PromotionRunStateComplete
+	run.Status.CompletionResult = result
+	for i := range run.Status.EnvironmentStatus {
+		run.Status.EnvironmentStatus[i].Status = step
+		run.Status.EnvironmentStatus[i].DisplayStatus = msg
+	}
+}
+
+// Deployed reports whether the binding deploys snapshot and every component is Synced and
+// Healthy. Because a binding's status may still describe the previous Snapshot, it also
+// requires that the binding's status describes its current spec: our observedGeneration,
+// the Application Service's GitOpsResourcesGenerated condition (when present) observed at
+// the current generation, and each deployment at the commit the component's resources were
+// generated in (when the Application Service reports it).
+func Deployed(b *appstudio.SnapshotEnvironmentBinding, snapshot string) bool {
+	if b.Spec.Snapshot != snapshot || b.Status.ObservedGeneration != b.Generation ||
+		len(b.Status.Components) == 0 || len(b.Status.GitOpsDeployments) != len(b.Status.Components) {
+		return false
+	}
+	if c := meta.FindStatusCondition(b.Status.GitOpsRepoConditions, appstudio.GitOpsRepoConditionGitOpsResourcesGenerated); c != nil &&
+		(c.Status != metav1.ConditionTrue || c.ObservedGeneration != b.Generation) {
+		return false
+	}
+	commits := map[string]string{}
+	for _, c := range b.Status.Components {
+		commits[c.Name] = c.GitOpsRepository.CommitID
+	}
+	for _, d := range b.Status.GitOpsDeployments {
+		if d.SyncStatus != "Synced" || d.Health != "Healthy" {
+			return false
+		}
+		if want := commits[d.ComponentName]; want != "" && d.CommitID != want {
+			return false
+		}
+	}
+	return true
+}
+
+// activeRun returns the name of an earlier unfinished run of the same Application, if any:
+// runs are started oldest first (creation time, then name).
+func (r *Reconciler) activeRun(ctx context.Context, run *appstudio.PromotionRun) (string, error) {
+	runs := &appstudio.PromotionRunList{}
+	if err := r.Client.List(ctx, runs, client.InNamespace(run.Namespace), client.MatchingFields{ApplicationIndex: run.Spec.Application}); err != nil {
+		return "", err
+	}
+	items := runs.Items
+	sort.Slice(items, func(i, j int) bool {
+		if !items[i].CreationTimestamp.Equal(&items[j].CreationTimestamp) {
+			return items[i].CreationTimestamp.Before(&items[j].CreationTimestamp)
+		}
+		return items[i].Name < items[j].Name
+	})
+	for _, o := range items {
+		if o.Name == run.Name {
+			return "", nil
+		}
+		if o.Status.State != appstudio.PromotionRunStateComplete && o.DeletionTimestamp.IsZero() {
+			return o.Name, nil
+		}
+	}
+	return "", nil
+}
+
+func (r *Reconciler) validate(ctx context.Context, run *appstudio.PromotionRun, target string) error {
+	snap := &appstudio.Snapshot{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.Snapshot}, snap); err != nil {
+		if apierrors.IsNotFound(err) {
+			return errcond.New("SnapshotNotFound", fmt.Sprintf("Snapshot %q does not exist", run.Spec.Snapshot))
+		}
+		return err
+	}
+	if snap.Spec.Application != run.Spec.Application {
+		return errcond.New("InvalidSnapshot", fmt.Sprintf("Snapshot %q belongs to application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
+	}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: target}, &appstudio.Environment{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return errcond.New("EnvironmentNotFound", fmt.Sprintf("Environment %q does not exist", target))
+		}
+		return err
+	}
+	return nil
+}
+
+// GeneratedBindingName is the name of the binding a promotion creates when there is none.
+func GeneratedBindingName(application, environment string) string {
+	return application + "-" + environment + "-generated-binding"
+}
+
+// pointBinding makes the (application, environment) binding deploy the run's snapshot.
+func (r *Reconciler) pointBinding(ctx context.Context, run *appstudio.PromotionRun, env string) (*appstudio.SnapshotEnvironmentBinding, error) {
+	list := &appstudio.SnapshotEnvironmentBindingList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(run.Namespace), client.MatchingFields{ApplicationIndex: run.Spec.Application}); err != nil {
+		return nil, err
+	}
+	var found []appstudio.SnapshotEnvironmentBinding
+	for _, b := range list.Items {
+		if b.Spec.Environment == env {
+			found = append(found, b)
+		}
+	}
+	switch len(found) {
+	case 0:
+		b := &appstudio.SnapshotEnvironmentBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: GeneratedBindingName(run.Spec.Application, env),
+				Labels: map[string]string{appstudio.LabelBindingApplication: run.Spec.Application, appstudio.LabelBindingEnvironment: env}},
+			Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: run.Spec.Application, Environment: env, Snapshot: run.Spec.Snapshot},
+		}
+		if err := r.Client.Create(ctx, b); err != nil {
+			return nil, err
+		}
+		ctrl.LoggerFrom(ctx).Info("created binding for promotion", "binding", b.Name)
+		return b, nil
+	case 1:
+		b := &found[0]
+		if b.Spec.Snapshot != run.Spec.Snapshot && run.Status.State == appstudio.PromotionRunStateWaiting {
+			b.Spec.Snapshot = run.Spec.Snapshot
+			if err := r.Client.Update(ctx, b); err != nil {
+				return nil, err
+			}
+			ctrl.LoggerFrom(ctx).Info("pointed binding at snapshot", "binding", b.Name, "snapshot", run.Spec.Snapshot)
+		}
+		return b, nil
+	default:
+		return nil, errcond.New("MultipleBindings", fmt.Sprintf("%d SnapshotEnvironmentBindings exist for application %q and environment %q; there must be at most one", len(found), run.Spec.Application, env))
+	}
+}

@@ -1,0 +1,249 @@
+// Package provisioner is the built-in DeploymentTarget provisioner "appstudio.redhat.com/namespace":
+// for a DeploymentTargetClaim that the binder marked for it (annotation
+// provisioner.appstudio.redhat.com/dt-provisioner), it creates a namespace on this cluster, a
+// ServiceAccount with admin rights in that namespace only, the ServiceAccount's token Secret,
+// a kubeconfig Secret (type managed-gitops.redhat.com/managed-environment) in the claim's
+// namespace, and a DeploymentTarget pointing at them, pre-bound to the claim (the binder
+// completes the binding). When such a DeploymentTarget is deleted (reclaim policy Delete),
+// its namespace is deleted too; with Retain, everything is kept.
+package provisioner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+)
+
+// Name is the provisioner name a DeploymentTargetClass sets in spec.provisioner to use it.
+const Name = "appstudio.redhat.com/namespace"
+
+// Names and labels of the provisioned objects.
+const (
+	ServiceAccountName = "deployer"
+	RoleBindingName    = "deployer-admin"
+	TokenSecretName    = "deployer-token"
+	// LabelClaimUID on a provisioned namespace holds the UID of the claim it was made for;
+	// only namespaces with it are ever deleted by the provisioner.
+	LabelClaimUID = "provisioner.appstudio.redhat.com/claim-uid"
+	// tokenPoll is how often the token Secret is re-read while the controller-manager fills it.
+	tokenPoll = 2 * time.Second
+)
+
+// Names returns the namespace and DeploymentTarget names provisioned for a claim.
+func Names(dtc *appstudio.DeploymentTargetClaim) (namespace, target string) {
+	sum := sha256.Sum256([]byte(dtc.UID))
+	h := hex.EncodeToString(sum[:])[:10]
+	prefix := dtc.Namespace
+	if len(prefix) > 40 {
+		prefix = prefix[:40]
+	}
+	name := dtc.Name
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return prefix + "-dt-" + h, name + "-dt-" + h
+}
+
+// ClaimReconciler provisions DeploymentTargets for claims.
+type ClaimReconciler struct {
+	Client client.Client
+	// Reader reads the provisioned namespace, which the manager's cache may not cover.
+	Reader                  client.Reader
+	Recorder                record.EventRecorder
+	APIServerURL            string
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the controller.
+func (r *ClaimReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&appstudio.DeploymentTargetClaim{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Named("namespace-provisioner").
+		Complete(r)
+}
+
+// Reconcile provisions a target for a claim marked for this provisioner, step by step.
+func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	dtc := &appstudio.DeploymentTargetClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, dtc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if dtc.Annotations[appstudio.AnnTargetProvisioner] != Name || dtc.Spec.TargetName != "" || !dtc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	nsName, dtName := Names(dtc)
+	dt := &appstudio.DeploymentTarget{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: dtc.Namespace, Name: dtName}, dt); err == nil {
+		return ctrl.Result{}, r.ownSecret(ctx, dt) // provisioned; the binder binds it
+	} else if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+
+	if err := r.ensure(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName,
+		Labels: map[string]string{LabelClaimUID: string(dtc.UID)}}}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.ensure(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: ServiceAccountName}}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.ensure(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: RoleBindingName},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: nsName, Name: ServiceAccountName}},
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.ensure(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: TokenSecretName,
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: ServiceAccountName}},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	token := &corev1.Secret{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: nsName, Name: TokenSecretName}, token); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(token.Data[corev1.ServiceAccountTokenKey]) == 0 {
+		log.V(1).Info("waiting for the token of the provisioned ServiceAccount", "namespace", nsName)
+		return ctrl.Result{RequeueAfter: tokenPoll}, nil
+	}
+	kubeconfig, err := Kubeconfig(r.APIServerURL, nsName, token.Data[corev1.ServiceAccountRootCAKey], token.Data[corev1.ServiceAccountTokenKey])
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	dt = &appstudio.DeploymentTarget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: dtc.Namespace, Name: dtName,
+			Annotations: map[string]string{appstudio.AnnDynamicallyProvisioned: Name},
+			Finalizers:  []string{appstudio.FinalizerDT}},
+		Spec: appstudio.DeploymentTargetSpec{
+			DeploymentTargetClassName: dtc.Spec.DeploymentTargetClassName,
+			ClaimRef:                  dtc.Name,
+			KubernetesClusterCredentials: appstudio.DeploymentTargetKubernetesClusterCredentials{
+				DefaultNamespace: nsName, APIURL: r.APIServerURL, ClusterCredentialsSecret: dtName + "-kubeconfig"},
+		},
+	}
+	// The kubeconfig Secret first, then the target that references it (so an Environment
+	// never sees a target whose Secret is missing). The Secret is owned by the target.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: dtc.Namespace, Name: dtName + "-kubeconfig"},
+		Type: gitops.ManagedEnvironmentSecretType,
+		Data: map[string][]byte{gitops.ManagedEnvironmentSecretKubeconfigKey: kubeconfig}}
+	if err := r.ensure(ctx, secret); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.Client.Create(ctx, dt); err != nil {
+		return ctrl.Result{}, client.IgnoreAlreadyExists(err)
+	}
+	if err := r.ownSecret(ctx, dt); err != nil {
+		return ctrl.Result{}, err
+	}
+	log.Info("provisioned deployment target", "deploymentTarget", dtName, "targetNamespace", nsName)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(dtc, corev1.EventTypeNormal, "Provisioned", "Provisioned DeploymentTarget %s for namespace %s", dtName, nsName)
+	}
+	return ctrl.Result{}, nil
+}
+
+// ownSecret makes the target own its kubeconfig Secret, so that the Secret goes with it.
+func (r *ClaimReconciler) ownSecret(ctx context.Context, dt *appstudio.DeploymentTarget) error {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: dt.Namespace, Name: dt.Spec.KubernetesClusterCredentials.ClusterCredentialsSecret}
+	if err := r.Client.Get(ctx, key, secret); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	for _, ref := range secret.OwnerReferences {
+		if ref.UID == dt.UID {
+			return nil
+		}
+	}
+	orig := secret.DeepCopy()
+	if err := controllerutil.SetOwnerReference(dt, secret, r.Client.Scheme()); err != nil {
+		return err
+	}
+	return r.Client.Patch(ctx, secret, client.MergeFrom(orig))
+}
+
+// ensure creates obj unless it exists.
+func (r *ClaimReconciler) ensure(ctx context.Context, obj client.Object) error {
+	return client.IgnoreAlreadyExists(r.Client.Create(ctx, obj))
+}
+
+// Kubeconfig builds a kubeconfig for a ServiceAccount token, defaulting to namespace.
+func Kubeconfig(server, namespace string, ca, token []byte) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos["deployer"] = &clientcmdapi.AuthInfo{Token: string(token)}
+	cfg.Contexts["deployer"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "deployer", Namespace: namespace}
+	cfg.CurrentContext = "deployer"
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	return out, nil
+}
+
+// TargetReconciler releases the external resources of provisioned DeploymentTargets when they
+// are deleted: the provisioned namespace goes, then the finalizer.
+type TargetReconciler struct {
+	Client                  client.Client
+	Reader                  client.Reader
+	Recorder                record.EventRecorder
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the controller.
+func (r *TargetReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&appstudio.DeploymentTarget{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Named("namespace-provisioner-deleter").
+		Complete(r)
+}
+
+// Reconcile deletes the namespace of a deleted provisioned target.
+func (r *TargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	dt := &appstudio.DeploymentTarget{}
+	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if dt.Annotations[appstudio.AnnDynamicallyProvisioned] != Name || dt.DeletionTimestamp.IsZero() ||
+		!controllerutil.ContainsFinalizer(dt, appstudio.FinalizerDT) {
+		return ctrl.Result{}, nil
+	}
+	nsName := dt.Spec.KubernetesClusterCredentials.DefaultNamespace
+	ns := &corev1.Namespace{}
+	err := r.Reader.Get(ctx, client.ObjectKey{Name: nsName}, ns)
+	switch {
+	case err == nil && ns.Labels[LabelClaimUID] != "":
+		if ns.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, err
+			}
+			ctrl.LoggerFrom(ctx).Info("deleting provisioned namespace", "targetNamespace", nsName)
+		}
+	case err != nil && !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
+	}
+	controllerutil.RemoveFinalizer(dt, appstudio.FinalizerDT)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, dt))
+}
