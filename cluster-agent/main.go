@@ -8,16 +8,21 @@ import (
 	"os"
 
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/cluster-agent/app"
 )
 
 func main() {
-	cmd := manageropts.Command{
-		Name:        "cluster-agent",
-		Summary:     "Applies Operations to the Argo CD instance in its namespace and reports Argo CD's status.",
-		MetricsAddr: ":8082",
-		ProbeAddr:   ":8083",
-	}
-	if err := cmd.Run(os.Args[1:]); err != nil {
+	opts := &app.Options{}
+	err := manageropts.Command{
+		Name:           "cluster-agent",
+		Summary:        "Applies Operations to the Argo CD instance in its namespace and reports Argo CD's status.",
+		MetricsAddr:    ":8082",
+		ProbeAddr:      ":8083",
+		BindFlags:      opts.BindFlags,
+		ManagerOptions: opts.ManagerOptions,
+		Setup:          opts.Setup,
+	}.Run(os.Args[1:])
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "cluster-agent:", err)
 		os.Exit(1)
 	}

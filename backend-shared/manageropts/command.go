@@ -21,6 +21,9 @@ type Command struct {
 	ProbeAddr   string
 	// BindFlags registers the binary's own flags.
 	BindFlags func(fs *flag.FlagSet)
+	// ManagerOptions, if set, adjusts the manager's options once the flags are parsed
+	// (e.g. to limit the cache to a namespace named by a flag).
+	ManagerOptions func(o *ctrl.Options)
 	// Setup adds the binary's controllers and runnables to mgr.
 	Setup func(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error
 }
@@ -49,7 +52,11 @@ func (c Command) Run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	mgr, err := ctrl.NewManager(opts.RestConfig(cfg), opts.ManagerOptions(scheme.New()))
+	mgrOpts := opts.ManagerOptions(scheme.New())
+	if c.ManagerOptions != nil {
+		c.ManagerOptions(&mgrOpts)
+	}
+	mgr, err := ctrl.NewManager(opts.RestConfig(cfg), mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}

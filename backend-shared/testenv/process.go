@@ -86,3 +86,6 @@ func (p *Process) Tail() string {
 	}
 	return string(bytes.TrimSpace(data))
 }
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }

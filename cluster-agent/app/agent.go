@@ -1,0 +1,150 @@
+// Package app wires the cluster-agent: its flags, the registration of its engine
+// instance, and the controllers and runnables it adds to the manager.
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/uptrace/bun"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/appstatus"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/argoapp"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/credsecret"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/opgc"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/syncop"
+)
+
+// Concurrency of the controllers.
+const (
+	operationWorkers = 4
+	statusWorkers    = 4
+)
+
+// EnvKeysFile supplies the default --credentials-keys-file, as for the backend.
+const EnvKeysFile = "GITOPS_KEYS_FILE"
+
+// Options configure the agent.
+type Options struct {
+	Engine engine.Options
+	DB     db.Config
+	// CredentialsKeysFile is the keyring that decrypts credentials; without it,
+	// ManagedEnvironment and RepositoryCredential operations fail.
+	CredentialsKeysFile string
+	// ApplicationDeletionTimeout is how long Argo CD gets to prune a deleted Application
+	// before its finalizer is removed.
+	ApplicationDeletionTimeout time.Duration
+	// OperationGCInterval is how often expired operations are deleted; 0 disables it.
+	OperationGCInterval time.Duration
+
+	// Not flags: polling while waiting for Argo CD (defaults of the handlers), and, for
+	// tests running several managers in one process, skipping the controller name check.
+	DeletionPollInterval time.Duration
+	SyncPollInterval     time.Duration
+	SkipNameValidation   bool
+}
+
+// BindFlags registers the agent's flags.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	o.Engine.BindFlags(fs)
+	o.DB.BindFlags(fs)
+	fs.StringVar(&o.CredentialsKeysFile, "credentials-keys-file", os.Getenv(EnvKeysFile),
+		"Keyring file that decrypts managed environment and repository credentials (lines <id>:<base64 key>; default $"+EnvKeysFile+"); "+
+			"without it, ManagedEnvironment and RepositoryCredential operations fail.")
+	fs.DurationVar(&o.ApplicationDeletionTimeout, "application-deletion-timeout", argoapp.DefaultDeletionTimeout,
+		"How long Argo CD gets to prune a deleted Application's resources before the agent removes its finalizer (0: wait forever).")
+	fs.DurationVar(&o.OperationGCInterval, "operation-gc-interval", opgc.DefaultInterval,
+		"How often finished operations past their retention are deleted, with their Operation CRs (jittered; 0 disables).")
+}
+
+// CacheOptions restricts the manager's cache to the engine namespace: the agent reads
+// nothing else.
+func (o *Options) CacheOptions() cache.Options {
+	return cache.Options{DefaultNamespaces: map[string]cache.Config{o.Engine.Namespace: {}}}
+}
+
+// ManagerOptions limits the manager's cache to the engine namespace and keeps the
+// leader-election lease there unless another namespace was given.
+func (o *Options) ManagerOptions(mo *ctrl.Options) {
+	mo.Cache = o.CacheOptions()
+	if mo.LeaderElectionNamespace == "" {
+		mo.LeaderElectionNamespace = o.Engine.Namespace
+	}
+}
+
+// Setup opens the database pool and wires the agent into mgr (see SetupWithDB).
+func (o *Options) Setup(ctx context.Context, mgr manager.Manager, log logr.Logger) error {
+	bdb, err := db.Open(ctx, o.DB)
+	if err != nil {
+		return err
+	}
+	id, err := SetupWithDB(ctx, mgr, bdb, *o)
+	if err != nil {
+		return err
+	}
+	log.Info("Serving engine instance", "engineCluster", id.ClusterName, "engineInstance", id.InstanceID, "namespace", id.Namespace)
+	return nil
+}
+
+// SetupWithDB registers the engine instance (reading its namespace through the manager's
+// API reader) and adds the Operation controller, the Application status controller and the
+// operation garbage collector to mgr. bdb is the process's database pool.
+func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Options) (engine.Identity, error) {
+	var keyring *secretbox.Keyring
+	if opts.CredentialsKeysFile != "" {
+		var err error
+		if keyring, err = secretbox.LoadKeyringFile(opts.CredentialsKeysFile); err != nil {
+			return engine.Identity{}, fmt.Errorf("loading --credentials-keys-file: %w", err)
+		}
+	}
+	store := db.NewStore(keyring)
+
+	id, err := engine.Register(ctx, mgr.GetAPIReader(), bdb, store, opts.Engine)
+	if err != nil {
+		return engine.Identity{}, err
+	}
+
+	c := mgr.GetClient()
+	projects := &argoapp.Projects{Client: c, DB: bdb, Store: store, Identity: id}
+	handlers := map[db.OperationResourceType]operation.Handler{
+		db.OperationResourceApplication: &argoapp.Applications{
+			Client: c, DB: bdb, Store: store, Identity: id, Projects: projects,
+			DeletionTimeout: opts.ApplicationDeletionTimeout, PollInterval: opts.DeletionPollInterval,
+		},
+		db.OperationResourceAppProject: projects,
+		db.OperationResourceSyncOperation: &syncop.Handler{
+			Client: c, DB: bdb, Store: store, Identity: id, PollInterval: opts.SyncPollInterval,
+		},
+		db.OperationResourceManagedEnvironment:   &credsecret.Clusters{Client: c, DB: bdb, Store: store, Identity: id},
+		db.OperationResourceRepositoryCredential: &credsecret.Repositories{Client: c, DB: bdb, Store: store, Identity: id},
+	}
+	if err := (&operation.Reconciler{
+		Client: c, DB: bdb, Store: store, Identity: id, Handlers: handlers,
+		MaxConcurrentReconciles: operationWorkers, SkipNameValidation: opts.SkipNameValidation,
+	}).SetupWithManager(mgr); err != nil {
+		return engine.Identity{}, fmt.Errorf("setting up the operation controller: %w", err)
+	}
+	if err := (&appstatus.Reconciler{
+		Client: c, DB: bdb, Store: store, Identity: id,
+		MaxConcurrentReconciles: statusWorkers, SkipNameValidation: opts.SkipNameValidation,
+	}).SetupWithManager(mgr); err != nil {
+		return engine.Identity{}, fmt.Errorf("setting up the application status controller: %w", err)
+	}
+	if err := mgr.Add(&opgc.Collector{
+		Client: c, DB: bdb, Store: store, Identity: id, Interval: opts.OperationGCInterval,
+	}); err != nil {
+		return engine.Identity{}, fmt.Errorf("adding the operation garbage collector: %w", err)
+	}
+	return id, nil
+}

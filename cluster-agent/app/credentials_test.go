@@ -1,0 +1,106 @@
+package app_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+)
+
+const (
+	envAPIURL  = "https://api.cluster.example.com:6443"
+	envToken   = "sa-token-do-not-leak"
+	repoPasswd = "repo-password-do-not-leak"
+)
+
+func (e *env) managedEnvironment(tenant *db.Tenant) *db.ManagedEnvironment {
+	e.t.Helper()
+	env := &db.ManagedEnvironment{TenantID: tenant.ID, Name: "staging"}
+	creds := &db.ClusterCredentials{Host: envAPIURL, BearerToken: envToken, Namespaces: []string{"app-1", "app-2"}}
+	e.g().Expect(e.store.CreateManagedEnvironment(e.ctx, e.db, env, creds)).To(Succeed())
+	return env
+}
+
+func (e *env) secret(name string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	return s, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, s)
+}
+
+func TestManagedEnvironmentAndRepositoryCredentialSecrets(t *testing.T) {
+	e := startAgent(t, true, nil)
+	g := e.g()
+	tenant := e.tenant()
+
+	// Managed environment: the cluster Secret.
+	env := e.managedEnvironment(tenant)
+	op := e.completed(e.signal(db.OperationResourceManagedEnvironment, env.ID, tenant.ID).ID)
+	g.Expect(op.HumanReadableState).NotTo(ContainSubstring(envToken))
+	secret, err := e.secret(argocd.ClusterSecretName(env.ID))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(secret.Labels).To(HaveKeyWithValue(argocd.LabelSecretType, argocd.SecretTypeCluster))
+	g.Expect(secret.Labels).To(HaveKeyWithValue(argocd.LabelTenantID, tenant.ID))
+	g.Expect(string(secret.Data["server"])).To(Equal(envAPIURL + "?managedEnvironment=" + env.ID))
+	g.Expect(string(secret.Data["namespaces"])).To(Equal("app-1,app-2"))
+	g.Expect(string(secret.Data["project"])).To(Equal(argocd.AppProjectName(tenant.ID)))
+	var config argov1alpha1.ClusterConfig
+	g.Expect(json.Unmarshal(secret.Data["config"], &config)).To(Succeed())
+	g.Expect(config.BearerToken).To(Equal(envToken))
+
+	// The tenant's AppProject allows the environment, any namespace.
+	_, err = e.store.AddAppProjectDestination(e.ctx, e.db, tenant.ID, env.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = e.store.AddAppProjectRepository(e.ctx, e.db, tenant.ID, repoURL)
+	g.Expect(err).NotTo(HaveOccurred())
+	e.completed(e.signal(db.OperationResourceAppProject, tenant.ID, tenant.ID).ID)
+	project := &argov1alpha1.AppProject{}
+	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: argocd.AppProjectName(tenant.ID)}, project)).To(Succeed())
+	g.Expect(project.Spec.Destinations).To(Equal([]argov1alpha1.ApplicationDestination{{Name: argocd.ClusterSecretName(env.ID), Namespace: "*"}}))
+	g.Expect(project.Spec.SourceRepos).To(Equal([]string{repoURL}))
+
+	// Repository credential: the repository Secret.
+	cred := &db.RepositoryCredential{TenantID: tenant.ID, EngineInstanceID: e.id.InstanceID, RepositoryURL: repoURL,
+		Username: "bot", Password: repoPasswd}
+	g.Expect(e.store.CreateRepositoryCredential(e.ctx, e.db, cred)).To(Succeed())
+	op = e.completed(e.signal(db.OperationResourceRepositoryCredential, cred.ID, tenant.ID).ID)
+	g.Expect(op.HumanReadableState).NotTo(ContainSubstring(repoPasswd))
+	secret, err = e.secret(argocd.RepositorySecretName(cred.ID))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(secret.Labels).To(HaveKeyWithValue(argocd.LabelSecretType, argocd.SecretTypeRepository))
+	g.Expect(string(secret.Data["url"])).To(Equal(repoURL))
+	g.Expect(string(secret.Data["username"])).To(Equal("bot"))
+	g.Expect(string(secret.Data["password"])).To(Equal(repoPasswd))
+
+	// Rows deleted: Secrets deleted; the AppProject with nothing left goes too.
+	g.Expect(e.store.DeleteManagedEnvironment(e.ctx, e.db, tenant.ID, env.ID)).To(Succeed())
+	e.completed(e.signal(db.OperationResourceManagedEnvironment, env.ID, tenant.ID).ID)
+	_, err = e.secret(argocd.ClusterSecretName(env.ID))
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	g.Expect(e.store.DeleteRepositoryCredential(e.ctx, e.db, tenant.ID, cred.ID)).To(Succeed())
+	e.completed(e.signal(db.OperationResourceRepositoryCredential, cred.ID, tenant.ID).ID)
+	_, err = e.secret(argocd.RepositorySecretName(cred.ID))
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	op = e.completed(e.signal(db.OperationResourceAppProject, tenant.ID, tenant.ID).ID)
+	g.Expect(op.HumanReadableState).To(HavePrefix("AppProject " + argocd.AppProjectName(tenant.ID) + " deleted"))
+	err = e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: argocd.AppProjectName(tenant.ID)}, &argov1alpha1.AppProject{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+}
+
+func TestCredentialsWithoutKeyring(t *testing.T) {
+	e := startAgent(t, false, nil)
+	g := e.g()
+	tenant := e.tenant()
+	env := e.managedEnvironment(tenant)
+	op := e.finished(e.signal(db.OperationResourceManagedEnvironment, env.ID, tenant.ID).ID)
+	g.Expect(op.State).To(Equal(db.OperationFailed))
+	g.Expect(op.HumanReadableState).To(Equal("cannot decrypt the credentials: the cluster-agent runs without --credentials-keys-file"))
+	_, err := e.secret(argocd.ClusterSecretName(env.ID))
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	g.Expect(counter(t, "gitops_cluster_agent_operations_total", "ManagedEnvironment", "failed")).To(BeNumerically(">=", 1))
+}

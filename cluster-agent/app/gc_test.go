@@ -1,0 +1,71 @@
+package app_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	agent "github.com/gitops-service/gitops-service/cluster-agent/app"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/opgc"
+)
+
+func TestOperationGarbageCollection(t *testing.T) {
+	e := startAgent(t, true, func(o *agent.Options) { o.OperationGCInterval = 300 * time.Millisecond })
+	g := e.g()
+	tenant := e.tenant()
+
+	// Finished operations: one kept for a second, one for an hour.
+	finishedOp := func(keepSeconds int) *db.Operation {
+		op := &db.Operation{EngineInstanceID: e.id.InstanceID, ResourceType: db.OperationResourceAppProject,
+			ResourceID: tenant.ID, OwnerTenantID: tenant.ID, GCExpirationSeconds: keepSeconds}
+		g.Expect(e.store.CreateOperation(e.ctx, e.db, op)).To(Succeed())
+		_, err := e.store.UpdateOperationState(e.ctx, e.db, e.id.InstanceID, op.ID, db.OperationCompleted, "done")
+		g.Expect(err).NotTo(HaveOccurred())
+		return op
+	}
+	expiring := finishedOp(1)
+	kept := finishedOp(3600)
+	e.createCR(expiring.ID)
+	e.createCR(kept.ID)
+
+	// A CR whose row does not exist: the agent rejects it (Failed, without deleting it),
+	// and since no event follows, only the collector's sweep of finished CRs without a row
+	// removes it.
+	orphanID := uuid.NewString()
+	e.createCR(orphanID)
+
+	crGone := func(id string) func() bool {
+		return func() bool {
+			err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(id)}, &v1.Operation{})
+			return apierrors.IsNotFound(err)
+		}
+	}
+	g.Eventually(func() error {
+		_, err := e.store.GetOperation(e.ctx, e.db, expiring.ID)
+		return err
+	}, timeout, interval).Should(MatchError(db.ErrNotFound))
+	g.Eventually(crGone(expiring.ID), timeout, interval).Should(BeTrue())
+	g.Eventually(crGone(orphanID), timeout, interval).Should(BeTrue())
+
+	g.Consistently(func(g Gomega) {
+		g.Expect(e.store.GetOperation(e.ctx, e.db, kept.ID)).NotTo(BeNil())
+		g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(kept.ID)}, &v1.Operation{})).To(Succeed())
+	}, time.Second, interval).Should(Succeed())
+	found, err := opgc.ExistingOperationIDs(e.ctx, e.db, []string{kept.ID, expiring.ID, orphanID})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(Equal(map[string]bool{kept.ID: true}))
+
+	// The kept operation's CR shows its row's state, although its row was finished before the
+	// CR appeared.
+	cr := &v1.Operation{}
+	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(kept.ID)}, cr)).To(Succeed())
+	g.Expect(cr.Status.State).To(Equal(v1.OperationStateCompleted))
+	g.Expect(cr.Status.Message).To(Equal("done"))
+}

@@ -1,0 +1,183 @@
+// Package appstatus is the cluster-agent's Application status controller: it writes what
+// Argo CD reports about the service's Applications (health, sync status, resources,
+// conditions, operation state) to the application_states table, and notifies the backend
+// when, and only when, that changed. It is event-driven: nothing polls.
+package appstatus
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/uptrace/bun"
+	"k8s.io/apimachinery/pkg/api/equality"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+)
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "application-status"
+
+// Store is the part of the database the controller uses.
+type Store interface {
+	GetApplicationForEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID, id string) (*db.Application, error)
+	UpsertApplicationState(ctx context.Context, idb bun.IDB, st *db.ApplicationState) (changed bool, err error)
+}
+
+// Reconciler records the state of the service's Argo CD Applications.
+type Reconciler struct {
+	// Client reads Argo CD Applications from the manager's cache.
+	Client   client.Client
+	DB       bun.IDB
+	Store    Store
+	Identity engine.Identity
+	// MaxConcurrentReconciles is how many Applications are recorded at once (default 1).
+	MaxConcurrentReconciles int
+	// SkipNameValidation allows several managers in one process (tests).
+	SkipNameValidation bool
+}
+
+// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch
+
+// SetupWithManager registers the controller for the Applications the service manages,
+// woken only when what it records changed.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	managed := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		l := o.GetLabels()
+		return l[argocd.LabelManagedBy] == argocd.ManagedByValue && l[argocd.LabelApplicationID] != ""
+	})
+	recordedChange := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		oldApp, okOld := e.ObjectOld.(*argov1alpha1.Application)
+		newApp, okNew := e.ObjectNew.(*argov1alpha1.Application)
+		if !okOld || !okNew {
+			return true
+		}
+		return !sameState(State(oldApp), State(newApp))
+	}}
+	opts := controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}
+	if r.SkipNameValidation {
+		skip := true
+		opts.SkipNameValidation = &skip
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&argov1alpha1.Application{}, builder.WithPredicates(managed, recordedChange)).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// Reconcile writes an Application's state when it changed, and notifies.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	app := &argov1alpha1.Application{}
+	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
+		// A deleted Application's state goes with its row.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	st := State(app)
+	if st.ApplicationID == "" {
+		return ctrl.Result{}, nil
+	}
+	changed := false
+	err := r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		// Only this instance's applications: one that moved to another instance is
+		// reported by that instance's agent.
+		if _, err := r.Store.GetApplicationForEngineInstance(ctx, tx, r.Identity.InstanceID, st.ApplicationID); err != nil {
+			return err
+		}
+		var err error
+		if changed, err = r.Store.UpsertApplicationState(ctx, tx, st); err != nil || !changed {
+			return err
+		}
+		return notify.PublishApplicationStateChanged(ctx, tx, st.ApplicationID)
+	})
+	switch {
+	case errors.Is(err, db.ErrNotFound), errors.Is(err, db.ErrInvalidReference), errors.Is(err, db.ErrInvalid):
+		// The row is gone (or was never this instance's): nothing to record.
+		log.V(1).Info("No application row of this engine instance; state not recorded", "applicationID", st.ApplicationID)
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("recording the state of application %s: %w", st.ApplicationID, err)
+	}
+	if changed {
+		log.V(1).Info("Recorded application state", "applicationID", st.ApplicationID,
+			"health", st.Health, "syncStatus", st.SyncStatus, "revision", st.Revision)
+	}
+	return ctrl.Result{}, nil
+}
+
+// State is what the service records of an Application's status.
+func State(app *argov1alpha1.Application) *db.ApplicationState {
+	s := &app.Status
+	st := &db.ApplicationState{
+		ApplicationID:  app.Labels[argocd.LabelApplicationID],
+		Health:         healthStatus(string(s.Health.Status)),
+		HealthMessage:  healthMessage(app),
+		SyncStatus:     syncStatus(string(s.Sync.Status)),
+		Revision:       s.Sync.Revision,
+		Resources:      s.Resources,
+		Conditions:     s.Conditions,
+		OperationState: s.OperationState,
+	}
+	if st.Revision == "" && len(s.Sync.Revisions) > 0 {
+		st.Revision = s.Sync.Revisions[0]
+	}
+	if !equality.Semantic.DeepEqual(s.Sync.ComparedTo, argov1alpha1.ComparedTo{}) {
+		compared := s.Sync.ComparedTo
+		st.ReconciledState = &compared
+	}
+	return st
+}
+
+// sameState compares two states by their encoding (what the database would store).
+func sameState(a, b *db.ApplicationState) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// healthStatus maps Argo CD's health status onto the values the table accepts.
+func healthStatus(s string) string {
+	switch s {
+	case db.HealthHealthy, db.HealthProgressing, db.HealthDegraded, db.HealthSuspended, db.HealthMissing:
+		return s
+	}
+	return db.HealthUnknown
+}
+
+// syncStatus maps Argo CD's sync status onto the values the table accepts.
+func syncStatus(s string) string {
+	switch s {
+	case db.SyncStatusSynced, db.SyncStatusOutOfSync:
+		return s
+	}
+	return db.SyncStatusUnknown
+}
+
+// healthMessage explains an unhealthy Application: Argo CD v3 no longer sets an
+// application-level message, so it is the first resource message with the Application's
+// health status, as "<Kind>/<name>: <message>".
+func healthMessage(app *argov1alpha1.Application) string {
+	status := app.Status.Health.Status
+	if status == "" || string(status) == db.HealthHealthy {
+		return ""
+	}
+	for _, res := range app.Status.Resources {
+		if res.Health != nil && res.Health.Status == status && res.Health.Message != "" {
+			return fmt.Sprintf("%s/%s: %s", res.Kind, res.Name, res.Health.Message)
+		}
+	}
+	return ""
+}

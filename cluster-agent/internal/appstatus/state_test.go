@@ -1,0 +1,50 @@
+package appstatus
+
+import (
+	"testing"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/gitops-engine/pkg/health"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+)
+
+func TestState(t *testing.T) {
+	g := NewWithT(t)
+	app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{argocd.LabelApplicationID: "app-1"}}}
+	st := State(app)
+	g.Expect(st.ApplicationID).To(Equal("app-1"))
+	g.Expect(st.Health).To(Equal(db.HealthUnknown), "Argo CD has not reported yet")
+	g.Expect(st.SyncStatus).To(Equal(db.SyncStatusUnknown))
+	g.Expect(st.ReconciledState).To(BeNil())
+	g.Expect(st.OperationState).To(BeNil())
+
+	app.Status = argov1alpha1.ApplicationStatus{
+		Health: argov1alpha1.AppHealthStatus{Status: health.HealthStatusDegraded},
+		Sync: argov1alpha1.SyncStatus{
+			Status:     argov1alpha1.SyncStatusCodeOutOfSync,
+			Revisions:  []string{"abc"},
+			ComparedTo: argov1alpha1.ComparedTo{Destination: argov1alpha1.ApplicationDestination{Namespace: "target"}},
+		},
+		Resources: []argov1alpha1.ResourceStatus{
+			{Kind: "ConfigMap", Name: "ok", Health: &argov1alpha1.HealthStatus{Status: health.HealthStatusHealthy}},
+			{Kind: "Deployment", Name: "web", Health: &argov1alpha1.HealthStatus{Status: health.HealthStatusDegraded, Message: "crash loop"}},
+		},
+		OperationState: &argov1alpha1.OperationState{Phase: "Running"},
+	}
+	st = State(app)
+	g.Expect(st.Health).To(Equal(db.HealthDegraded))
+	g.Expect(st.HealthMessage).To(Equal("Deployment/web: crash loop"))
+	g.Expect(st.SyncStatus).To(Equal(db.SyncStatusOutOfSync))
+	g.Expect(st.Revision).To(Equal("abc"))
+	g.Expect(st.ReconciledState).NotTo(BeNil())
+	g.Expect(st.ReconciledState.Destination.Namespace).To(Equal("target"))
+	g.Expect(st.Resources).To(HaveLen(2))
+	g.Expect(st.OperationState.Phase).To(BeEquivalentTo("Running"))
+
+	app.Status.Health.Status = "SomethingNew"
+	g.Expect(State(app).Health).To(Equal(db.HealthUnknown), "values the table does not accept are Unknown")
+}

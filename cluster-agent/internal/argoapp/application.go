@@ -1,0 +1,234 @@
+package argoapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/uptrace/bun"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
+)
+
+// Defaults of Applications.
+const (
+	DefaultDeletionTimeout = 5 * time.Minute
+	DefaultPollInterval    = 2 * time.Second
+)
+
+// argoFinalizerDomain ends the finalizers Argo CD acts on (resources-finalizer...,
+// post-delete-finalizer...).
+const argoFinalizerDomain = "argocd.argoproj.io"
+
+// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch;create;update;patch;delete
+
+// Applications carries out Application operations (resource id: the application row's id,
+// which is the GitOpsDeployment's UID).
+type Applications struct {
+	// Client reads Argo CD Applications from the manager's cache and writes them.
+	Client   client.Client
+	DB       bun.IDB
+	Store    Store
+	Identity engine.Identity
+	// Projects applies the tenant's AppProject before its Applications.
+	Projects *Projects
+	// DeletionTimeout is how long Argo CD gets to prune a deleted Application's resources
+	// before the agent removes Argo CD's finalizer so that the deletion completes; zero
+	// waits for Argo CD forever.
+	DeletionTimeout time.Duration
+	// PollInterval is how often a deletion in progress is checked (default 2s).
+	PollInterval time.Duration
+}
+
+var _ operation.Handler = (*Applications)(nil)
+
+// Handle implements operation.Handler: apply the Application of an existing row, delete
+// the Application of a missing one.
+func (a *Applications) Handle(ctx context.Context, t operation.Target) (operation.Outcome, error) {
+	row, err := a.Store.GetApplicationForEngineInstance(ctx, a.DB, a.Identity.InstanceID, t.ResourceID)
+	if notFound(err) {
+		return a.delete(ctx, t)
+	}
+	if err != nil {
+		return operation.Outcome{}, fmt.Errorf("reading the application: %w", err)
+	}
+
+	live := &argov1alpha1.Application{}
+	err = a.Client.Get(ctx, client.ObjectKey{Namespace: a.Identity.Namespace, Name: row.Name}, live)
+	if client.IgnoreNotFound(err) != nil {
+		return operation.Outcome{}, fmt.Errorf("reading Argo CD Application %s: %w", row.Name, err)
+	}
+	if err == nil && live.DeletionTimestamp != nil {
+		// Re-created while the previous one is still being deleted: apply once it is gone.
+		_, after, err := a.awaitDeletion(ctx, live)
+		if err != nil {
+			return operation.Outcome{}, err
+		}
+		return operation.Waiting(fmt.Sprintf("waiting for the previous Argo CD Application %s to be deleted", row.Name), after), nil
+	}
+
+	if _, err := a.Projects.Ensure(ctx, row.TenantID); err != nil {
+		return operation.Outcome{}, err
+	}
+	app := argocd.Application(a.Identity.Namespace, row.Name, row.ID, row.TenantID, row.Spec)
+	if err := ssa.Apply(ctx, a.Client, app); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			return operation.Failed(fmt.Sprintf("Argo CD rejected Application %s: %s", row.Name, apiMessage(err))), nil
+		}
+		return operation.Outcome{}, fmt.Errorf("applying Argo CD Application %s: %w", row.Name, err)
+	}
+	return operation.Completed(fmt.Sprintf("Argo CD Application %s is up to date", row.Name)), nil
+}
+
+// delete deletes the Argo CD Application of a missing row (found by name and by label) and
+// waits until Argo CD has pruned its resources and the object is gone, or, past
+// DeletionTimeout, removes Argo CD's finalizers so that it goes.
+func (a *Applications) delete(ctx context.Context, t operation.Target) (operation.Outcome, error) {
+	apps, err := a.find(ctx, t.ResourceID)
+	if err != nil {
+		return operation.Outcome{}, err
+	}
+	tenantID := t.TenantID
+	var waiting, forced []string
+	remaining := a.poll()
+	for i := range apps {
+		app := &apps[i]
+		if tenantID == "" {
+			tenantID = app.Labels[argocd.LabelTenantID]
+		}
+		if app.DeletionTimestamp == nil {
+			if err := a.Client.Delete(ctx, app, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return operation.Outcome{}, fmt.Errorf("deleting Argo CD Application %s: %w", app.Name, err)
+			}
+			waiting = append(waiting, app.Name)
+			continue
+		}
+		wasForced, after, err := a.awaitDeletion(ctx, app)
+		if err != nil {
+			return operation.Outcome{}, err
+		}
+		if wasForced {
+			forced = append(forced, app.Name)
+			continue
+		}
+		waiting = append(waiting, app.Name)
+		remaining = min(remaining, after)
+	}
+	if len(waiting) > 0 {
+		return operation.Waiting(fmt.Sprintf("waiting for Argo CD to prune the resources of Application %s and delete it",
+			strings.Join(waiting, ", ")), remaining), nil
+	}
+	if tenantID != "" {
+		if _, err := a.Projects.Ensure(ctx, tenantID, forced...); err != nil {
+			return operation.Outcome{}, err
+		}
+	}
+	if len(forced) > 0 {
+		return operation.Completed(fmt.Sprintf("Argo CD Application %s deleted, but Argo CD did not finish pruning its resources within %s, "+
+			"so its finalizer was removed: resources it deployed may remain", strings.Join(forced, ", "), a.DeletionTimeout)), nil
+	}
+	return operation.Completed(fmt.Sprintf("Argo CD Application %s deleted", argocd.ApplicationName(types.UID(t.ResourceID)))), nil
+}
+
+// awaitDeletion checks an Application being deleted: while Argo CD has time left it
+// says how soon to look again; past DeletionTimeout it removes Argo CD's finalizers so
+// that the deletion completes, and reports that it forced it.
+func (a *Applications) awaitDeletion(ctx context.Context, app *argov1alpha1.Application) (forced bool, after time.Duration, err error) {
+	elapsed := time.Since(app.DeletionTimestamp.Time)
+	if a.DeletionTimeout <= 0 {
+		return false, a.poll(), nil
+	}
+	if elapsed < a.DeletionTimeout {
+		return false, min(a.poll(), max(a.DeletionTimeout-elapsed, 100*time.Millisecond)), nil
+	}
+	if hasArgoFinalizer(app) {
+		if err := a.removeArgoFinalizers(ctx, app); err != nil {
+			return false, 0, err
+		}
+	}
+	return true, a.poll(), nil
+}
+
+// find returns the Argo CD Applications of an application id: by name and by label.
+func (a *Applications) find(ctx context.Context, applicationID string) ([]argov1alpha1.Application, error) {
+	byName := argocd.ApplicationName(types.UID(applicationID))
+	found := map[string]argov1alpha1.Application{}
+	app := &argov1alpha1.Application{}
+	err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Identity.Namespace, Name: byName}, app)
+	switch {
+	case err == nil:
+		found[app.Name] = *app
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading Argo CD Application %s: %w", byName, err)
+	}
+	list := &argov1alpha1.ApplicationList{}
+	if err := a.Client.List(ctx, list, client.InNamespace(a.Identity.Namespace),
+		client.MatchingLabels{argocd.LabelApplicationID: applicationID}); err != nil {
+		return nil, fmt.Errorf("listing Argo CD Applications of application %s: %w", applicationID, err)
+	}
+	for _, item := range list.Items {
+		found[item.Name] = item
+	}
+	out := make([]argov1alpha1.Application, 0, len(found))
+	for _, item := range found {
+		out = append(out, item)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (a *Applications) removeArgoFinalizers(ctx context.Context, app *argov1alpha1.Application) error {
+	patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	var keep []string
+	for _, f := range app.Finalizers {
+		if !isArgoFinalizer(f) {
+			keep = append(keep, f)
+		}
+	}
+	app.Finalizers = keep
+	if err := a.Client.Patch(ctx, app, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing Argo CD's finalizers from Application %s: %w", app.Name, err)
+	}
+	return nil
+}
+
+func (a *Applications) poll() time.Duration {
+	if a.PollInterval > 0 {
+		return a.PollInterval
+	}
+	return DefaultPollInterval
+}
+
+func hasArgoFinalizer(app *argov1alpha1.Application) bool {
+	for _, f := range app.Finalizers {
+		if isArgoFinalizer(f) {
+			return true
+		}
+	}
+	return false
+}
+
+func isArgoFinalizer(f string) bool {
+	domain, _, _ := strings.Cut(f, "/")
+	return strings.HasSuffix(domain, argoFinalizerDomain)
+}
+
+// apiMessage is the API server's message of an error, without the client's wrapping.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,135 @@
+// Package argoapp carries out Application and AppProject operations: it makes the Argo CD
+// Application of an application row, and the AppProject of a tenant, match the database,
+// creating, updating or deleting them.
+package argoapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/uptrace/bun"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
+)
+
+// inClusterName is Argo CD's name of the cluster it runs on.
+const inClusterName = "in-cluster"
+
+// Store is the part of the database the package uses.
+type Store interface {
+	GetApplicationForEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID, id string) (*db.Application, error)
+	ListApplications(ctx context.Context, idb bun.IDB, tenantID string) ([]db.Application, error)
+	ListAppProjectRepositories(ctx context.Context, idb bun.IDB, tenantID string) ([]string, error)
+	ListAppProjectDestinations(ctx context.Context, idb bun.IDB, tenantID string) ([]string, error)
+}
+
+// +kubebuilder:rbac:groups=argoproj.io,resources=appprojects,verbs=get;list;watch;create;update;patch;delete
+
+// Projects carries out AppProject operations (resource id: the tenant's id).
+type Projects struct {
+	// Client reads Argo CD Applications from the manager's cache and writes AppProjects.
+	Client   client.Client
+	DB       bun.IDB
+	Store    Store
+	Identity engine.Identity
+}
+
+var _ operation.Handler = (*Projects)(nil)
+
+// Handle implements operation.Handler.
+func (p *Projects) Handle(ctx context.Context, t operation.Target) (operation.Outcome, error) {
+	applied, err := p.Ensure(ctx, t.ResourceID)
+	if err != nil {
+		return operation.Outcome{}, err
+	}
+	name := argocd.AppProjectName(t.ResourceID)
+	if applied {
+		return operation.Completed(fmt.Sprintf("AppProject %s is up to date", name)), nil
+	}
+	return operation.Completed(fmt.Sprintf("AppProject %s deleted: the tenant has no applications or managed environments on this engine instance", name)), nil
+}
+
+// Ensure applies a tenant's AppProject, or deletes it when the tenant has no application
+// row on this engine instance, no Argo CD Application left in its namespace and no managed
+// environment destination. It reports whether the AppProject exists now. Applications
+// named in gone are ignored: the caller just let them go, and the cache may still show them.
+//
+// Destinations are the in-cluster namespaces the tenant's applications deploy to (rows,
+// plus Argo CD Applications still being deleted, which need their destination to prune)
+// and every managed environment of the tenant's AppProject rows, any namespace.
+func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) (bool, error) {
+	apps, err := p.Store.ListApplications(ctx, p.DB, tenantID)
+	if err != nil {
+		return false, fmt.Errorf("listing the tenant's applications: %w", err)
+	}
+	envs, err := p.Store.ListAppProjectDestinations(ctx, p.DB, tenantID)
+	if err != nil {
+		return false, fmt.Errorf("listing the tenant's AppProject destinations: %w", err)
+	}
+	repos, err := p.Store.ListAppProjectRepositories(ctx, p.DB, tenantID)
+	if err != nil {
+		return false, fmt.Errorf("listing the tenant's AppProject repositories: %w", err)
+	}
+	list := &argov1alpha1.ApplicationList{}
+	if err := p.Client.List(ctx, list, client.InNamespace(p.Identity.Namespace),
+		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantID: tenantID}); err != nil {
+		return false, fmt.Errorf("listing the tenant's Argo CD Applications: %w", err)
+	}
+	live := slices.DeleteFunc(list.Items, func(app argov1alpha1.Application) bool { return slices.Contains(gone, app.Name) })
+
+	var dests []argocd.ProjectDestination
+	ours := 0
+	for _, app := range apps {
+		if app.EngineInstanceID != p.Identity.InstanceID {
+			continue
+		}
+		ours++
+		if d, ok := inCluster(app.Spec.Destination); ok {
+			dests = append(dests, d)
+		}
+	}
+	for _, app := range live {
+		if d, ok := inCluster(app.Spec.Destination); ok {
+			dests = append(dests, d)
+		}
+	}
+	for _, env := range envs {
+		dests = append(dests, argocd.ProjectDestination{ManagedEnvironmentID: env, Namespace: "*"})
+	}
+
+	if ours == 0 && len(live) == 0 && len(envs) == 0 {
+		project := &argov1alpha1.AppProject{}
+		project.Name, project.Namespace = argocd.AppProjectName(tenantID), p.Identity.Namespace
+		if err := p.Client.Delete(ctx, project); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
+		}
+		return false, nil
+	}
+	project := argocd.AppProject(p.Identity.Namespace, tenantID, repos, dests)
+	if err := ssa.Apply(ctx, p.Client, project); err != nil {
+		return false, fmt.Errorf("applying AppProject %s: %w", project.Name, err)
+	}
+	return true, nil
+}
+
+// inCluster is the project destination of an Application destination on Argo CD's own
+// cluster.
+func inCluster(d argov1alpha1.ApplicationDestination) (argocd.ProjectDestination, bool) {
+	if d.Server == argocd.InClusterServer || (d.Server == "" && d.Name == inClusterName) {
+		return argocd.ProjectDestination{Namespace: d.Namespace}, d.Namespace != ""
+	}
+	return argocd.ProjectDestination{}, false
+}
+
+// notFound reports a row that does not exist, or an id that cannot name one.
+func notFound(err error) bool {
+	return errors.Is(err, db.ErrNotFound) || errors.Is(err, db.ErrInvalid)
+}

@@ -1,0 +1,245 @@
+// Package credsecret carries out ManagedEnvironment and RepositoryCredential operations:
+// it applies the Argo CD cluster Secret of a managed environment and the repository Secret
+// of a repository credential, from the credentials decrypted with the agent's keyring, or
+// deletes them when the row is gone.
+//
+// Nothing here puts a credential, or an error that might quote one, into an operation's
+// human-readable state or a log line.
+package credsecret
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/uptrace/bun"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
+)
+
+// Store is the part of the database the handlers use.
+type Store interface {
+	GetManagedEnvironmentCredentials(ctx context.Context, idb bun.IDB, tenantID, envID string) (*db.ClusterCredentials, error)
+	GetRepositoryCredential(ctx context.Context, idb bun.IDB, tenantID, id string) (*db.RepositoryCredential, error)
+}
+
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create;update;patch;delete
+
+// Clusters carries out ManagedEnvironment operations (resource id: the managed
+// environment's id; the tenant is the operation's owner).
+type Clusters struct {
+	Client   client.Client
+	DB       bun.IDB
+	Store    Store
+	Identity engine.Identity
+}
+
+var _ operation.Handler = (*Clusters)(nil)
+
+// Handle implements operation.Handler.
+func (c *Clusters) Handle(ctx context.Context, t operation.Target) (operation.Outcome, error) {
+	name := argocd.ClusterSecretName(t.ResourceID)
+	gone := func() (operation.Outcome, error) {
+		if err := deleteSecret(ctx, c.Client, c.Identity.Namespace, name); err != nil {
+			return operation.Outcome{}, err
+		}
+		return operation.Completed(fmt.Sprintf("cluster Secret %s deleted: the managed environment no longer exists", name)), nil
+	}
+	if t.TenantID == "" {
+		return gone()
+	}
+	creds, err := c.Store.GetManagedEnvironmentCredentials(ctx, c.DB, t.TenantID, t.ResourceID)
+	switch {
+	case notFound(err):
+		return gone()
+	case err != nil:
+		if msg := decryptionProblem(err); msg != "" {
+			return operation.Failed(msg), nil
+		}
+		return operation.Outcome{}, fmt.Errorf("reading the managed environment's credentials: %w", err)
+	}
+	cluster, problem := ClusterFromCredentials(t.ResourceID, t.TenantID, creds)
+	if problem != "" {
+		return operation.Failed(problem), nil
+	}
+	secret, err := argocd.ClusterSecret(c.Identity.Namespace, cluster)
+	if err != nil {
+		return operation.Outcome{}, fmt.Errorf("building cluster Secret %s: %w", name, err)
+	}
+	if err := applySecret(ctx, c.Client, secret); err != nil {
+		return operation.Outcome{}, err
+	}
+	return operation.Completed(fmt.Sprintf("cluster Secret %s is up to date", name)), nil
+}
+
+// ClusterFromCredentials describes a managed environment's cluster for its Argo CD cluster
+// Secret. The bearer token is the stored one or, failing that, the token of the kubeconfig
+// user of the context (KubeconfigContext, else the current or first context) that uses the
+// kubeconfig cluster whose server is the API URL; the CA comes from that cluster. A
+// non-empty second result says, without quoting any credential, why it cannot be used.
+func ClusterFromCredentials(envID, tenantID string, creds *db.ClusterCredentials) (argocd.Cluster, string) {
+	cluster := argocd.Cluster{
+		ManagedEnvironmentID: envID,
+		TenantID:             tenantID,
+		APIURL:               creds.Host,
+		BearerToken:          string(creds.BearerToken),
+		Insecure:             creds.AllowInsecureSkipTLSVerify,
+		Namespaces:           creds.Namespaces,
+		ClusterResources:     creds.ClusterResources,
+	}
+	if creds.Host == "" {
+		return argocd.Cluster{}, "the managed environment has no API URL"
+	}
+	if creds.Kubeconfig != "" {
+		cfg, err := clientcmd.Load([]byte(creds.Kubeconfig))
+		if err != nil {
+			// The parser's error may quote the document: do not pass it on.
+			return argocd.Cluster{}, "the managed environment's kubeconfig cannot be parsed"
+		}
+		clusterName, kc := clusterByServer(cfg, creds.Host)
+		if kc == nil {
+			return argocd.Cluster{}, fmt.Sprintf("the managed environment's kubeconfig has no cluster whose server is %s", creds.Host)
+		}
+		cluster.CAData = kc.CertificateAuthorityData
+		if cluster.BearerToken == "" {
+			if user := userOf(cfg, clusterName, creds.KubeconfigContext); user != nil {
+				cluster.BearerToken = user.Token
+			}
+		}
+	}
+	if cluster.BearerToken == "" {
+		return argocd.Cluster{}, "the managed environment's credentials have no bearer token: Argo CD is given token credentials only " +
+			"(use a kubeconfig with a token, or createNewServiceAccount: true)"
+	}
+	return cluster, ""
+}
+
+// clusterByServer finds the kubeconfig cluster whose server is apiURL (by name order, for
+// a stable choice).
+func clusterByServer(cfg *clientcmdapi.Config, apiURL string) (string, *clientcmdapi.Cluster) {
+	names := make([]string, 0, len(cfg.Clusters))
+	for name := range cfg.Clusters {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if c := cfg.Clusters[name]; c != nil && c.Server == apiURL {
+			return name, c
+		}
+	}
+	return "", nil
+}
+
+// userOf is the user of the preferred context on clusterName: the named context, else the
+// current context, else the first context by name.
+func userOf(cfg *clientcmdapi.Config, clusterName, preferred string) *clientcmdapi.AuthInfo {
+	candidates := []string{preferred, cfg.CurrentContext}
+	names := make([]string, 0, len(cfg.Contexts))
+	for name := range cfg.Contexts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	candidates = append(candidates, names...)
+	for _, name := range candidates {
+		if ctx := cfg.Contexts[name]; name != "" && ctx != nil && ctx.Cluster == clusterName {
+			return cfg.AuthInfos[ctx.AuthInfo]
+		}
+	}
+	return nil
+}
+
+// Repositories carries out RepositoryCredential operations (resource id: the repository
+// credential's id; the tenant is the operation's owner).
+type Repositories struct {
+	Client   client.Client
+	DB       bun.IDB
+	Store    Store
+	Identity engine.Identity
+}
+
+var _ operation.Handler = (*Repositories)(nil)
+
+// Handle implements operation.Handler.
+func (r *Repositories) Handle(ctx context.Context, t operation.Target) (operation.Outcome, error) {
+	name := argocd.RepositorySecretName(t.ResourceID)
+	remove := func(why string) (operation.Outcome, error) {
+		if err := deleteSecret(ctx, r.Client, r.Identity.Namespace, name); err != nil {
+			return operation.Outcome{}, err
+		}
+		return operation.Completed(fmt.Sprintf("repository Secret %s deleted: %s", name, why)), nil
+	}
+	if t.TenantID == "" {
+		return remove("the repository credential no longer exists")
+	}
+	cred, err := r.Store.GetRepositoryCredential(ctx, r.DB, t.TenantID, t.ResourceID)
+	switch {
+	case notFound(err):
+		return remove("the repository credential no longer exists")
+	case err != nil:
+		if msg := decryptionProblem(err); msg != "" {
+			return operation.Failed(msg), nil
+		}
+		return operation.Outcome{}, fmt.Errorf("reading the repository credential: %w", err)
+	}
+	if cred.EngineInstanceID != r.Identity.InstanceID {
+		return remove("the repository credential is served by another engine instance")
+	}
+	secret := argocd.RepositorySecret(r.Identity.Namespace, argocd.Repository{
+		RepositoryCredentialID: cred.ID,
+		TenantID:               cred.TenantID,
+		URL:                    cred.RepositoryURL,
+		Username:               string(cred.Username),
+		Password:               string(cred.Password),
+		SSHPrivateKey:          string(cred.SSHPrivateKey),
+	})
+	if err := applySecret(ctx, r.Client, secret); err != nil {
+		return operation.Outcome{}, err
+	}
+	return operation.Completed(fmt.Sprintf("repository Secret %s is up to date", name)), nil
+}
+
+// decryptionProblem is the user-facing message of an error decrypting credentials, or ""
+// for other errors.
+func decryptionProblem(err error) string {
+	switch {
+	case errors.Is(err, db.ErrNoKeyring):
+		return "cannot decrypt the credentials: the cluster-agent runs without --credentials-keys-file"
+	case errors.Is(err, secretbox.ErrUnknownKey):
+		return "cannot decrypt the credentials: they were encrypted with a key that is not in the cluster-agent's keyring"
+	case errors.Is(err, secretbox.ErrDecrypt), errors.Is(err, secretbox.ErrMalformed):
+		return "cannot decrypt the credentials: the cluster-agent's keyring does not open them"
+	}
+	return ""
+}
+
+func notFound(err error) bool {
+	return errors.Is(err, db.ErrNotFound) || errors.Is(err, db.ErrInvalid)
+}
+
+// applySecret applies a Secret. Its error names the Secret only: API errors about a
+// Secret's data are not passed on.
+func applySecret(ctx context.Context, c client.Client, secret *corev1.Secret) error {
+	if err := ssa.Apply(ctx, c, secret); err != nil {
+		return fmt.Errorf("applying Secret %s failed (%s)", secret.Name, reason(err))
+	}
+	return nil
+}
+
+func deleteSecret(ctx context.Context, c client.Client, namespace, name string) error {
+	secret := &corev1.Secret{}
+	secret.Namespace, secret.Name = namespace, name
+	if err := c.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting Secret %s failed (%s)", name, reason(err))
+	}
+	return nil
+}

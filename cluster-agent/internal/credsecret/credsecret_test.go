@@ -1,0 +1,89 @@
+package credsecret
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+)
+
+const apiURL = "https://api.example.com:6443"
+
+func kubeconfig(t *testing.T, mutate func(*clientcmdapi.Config)) db.Secret {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["other"] = &clientcmdapi.Cluster{Server: "https://other.example.com", CertificateAuthorityData: []byte("other-ca")}
+	cfg.Clusters["target"] = &clientcmdapi.Cluster{Server: apiURL, CertificateAuthorityData: []byte("target-ca")}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: "admin-token"}
+	cfg.AuthInfos["viewer"] = &clientcmdapi.AuthInfo{Token: "viewer-token"}
+	cfg.AuthInfos["cert"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("c"), ClientKeyData: []byte("k")}
+	cfg.Contexts["a-admin"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: "admin"}
+	cfg.Contexts["b-viewer"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: "viewer"}
+	cfg.Contexts["c-cert"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: "cert"}
+	cfg.Contexts["other"] = &clientcmdapi.Context{Cluster: "other", AuthInfo: "admin"}
+	cfg.CurrentContext = "other"
+	if mutate != nil {
+		mutate(cfg)
+	}
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db.Secret(data)
+}
+
+func TestClusterFromCredentials(t *testing.T) {
+	tests := []struct {
+		name      string
+		creds     db.ClusterCredentials
+		wantToken string
+		wantCA    string
+		problem   string
+	}{
+		{name: "stored bearer token wins", wantToken: "sa-token", wantCA: "target-ca",
+			creds: db.ClusterCredentials{Host: apiURL, BearerToken: "sa-token", Kubeconfig: kubeconfig(t, nil)}},
+		{name: "bearer token without kubeconfig", wantToken: "sa-token",
+			creds: db.ClusterCredentials{Host: apiURL, BearerToken: "sa-token"}},
+		{name: "named context", wantToken: "viewer-token", wantCA: "target-ca",
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "b-viewer"}},
+		{name: "current context when it uses the cluster", wantToken: "viewer-token", wantCA: "target-ca",
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, func(c *clientcmdapi.Config) { c.CurrentContext = "b-viewer" })}},
+		{name: "first context of the cluster by name", wantToken: "admin-token", wantCA: "target-ca",
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil)}},
+		{name: "named context of another cluster is ignored", wantToken: "admin-token", wantCA: "target-ca",
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "other"}},
+		{name: "client certificate only",
+			creds:   db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "c-cert"},
+			problem: "the managed environment's credentials have no bearer token: Argo CD is given token credentials only (use a kubeconfig with a token, or createNewServiceAccount: true)"},
+		{name: "no cluster with the API URL",
+			creds:   db.ClusterCredentials{Host: "https://nowhere.example.com", Kubeconfig: kubeconfig(t, nil)},
+			problem: "the managed environment's kubeconfig has no cluster whose server is https://nowhere.example.com"},
+		{name: "unparseable kubeconfig",
+			creds:   db.ClusterCredentials{Host: apiURL, Kubeconfig: "token: secret-value\n\t: ["},
+			problem: "the managed environment's kubeconfig cannot be parsed"},
+		{name: "no API URL", creds: db.ClusterCredentials{BearerToken: "t"}, problem: "the managed environment has no API URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tt.creds.Namespaces = []string{"a", "b"}
+			tt.creds.AllowInsecureSkipTLSVerify = true
+			cluster, problem := ClusterFromCredentials("env-1", "tenant-1", &tt.creds)
+			g.Expect(problem).To(Equal(tt.problem))
+			g.Expect(problem).NotTo(ContainSubstring("secret-value"))
+			if tt.problem != "" {
+				return
+			}
+			g.Expect(cluster.ManagedEnvironmentID).To(Equal("env-1"))
+			g.Expect(cluster.TenantID).To(Equal("tenant-1"))
+			g.Expect(cluster.APIURL).To(Equal(apiURL))
+			g.Expect(cluster.BearerToken).To(Equal(tt.wantToken))
+			g.Expect(string(cluster.CAData)).To(Equal(tt.wantCA))
+			g.Expect(cluster.Insecure).To(BeTrue())
+			g.Expect(cluster.Namespaces).To(Equal([]string{"a", "b"}))
+		})
+	}
+}

@@ -1,0 +1,208 @@
+// Package opgc garbage-collects finished operations: a leader-elected manager Runnable that
+// periodically deletes the operation rows whose retention expired, with their Operation
+// CRs, and removes finished Operation CRs whose row no longer exists.
+package opgc
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
+)
+
+// Defaults of the collector.
+const (
+	DefaultInterval  = time.Minute
+	DefaultBatchSize = 100
+	// jitterFactor spreads the runs of several agents sharing one database.
+	jitterFactor = 0.2
+)
+
+// Store is the part of the database the collector uses.
+type Store interface {
+	GarbageCollectOperations(ctx context.Context, idb bun.IDB, now time.Time, limit int) ([]db.Operation, error)
+}
+
+// ExistingFunc returns which of the given operation ids still have a row.
+type ExistingFunc func(ctx context.Context, idb bun.IDB, ids []string) (map[string]bool, error)
+
+// Collector deletes expired operations and their CRs.
+type Collector struct {
+	// Client deletes Operation CRs, and lists them from the manager's cache.
+	Client   client.Client
+	DB       bun.IDB
+	Store    Store
+	Identity engine.Identity
+	// Interval between runs (jittered); zero or less disables the collector.
+	Interval time.Duration
+	// BatchSize is how many rows one transaction deletes (default 100).
+	BatchSize int
+	// Existing checks which ids have rows (default: ExistingOperationIDs).
+	Existing ExistingFunc
+}
+
+var (
+	_ manager.Runnable               = (*Collector)(nil)
+	_ manager.LeaderElectionRunnable = (*Collector)(nil)
+)
+
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=get;list;watch;delete
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: only the leader collects.
+func (c *Collector) NeedLeaderElection() bool { return true }
+
+// Start runs the collector until ctx ends.
+func (c *Collector) Start(ctx context.Context) error {
+	if c.Interval <= 0 {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx).WithName("operation-gc")
+	ctx = ctrl.LoggerInto(ctx, log)
+	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
+		if err := c.Collect(ctx); err != nil {
+			log.Error(err, "Garbage-collecting operations failed")
+		}
+	}, c.Interval, jitterFactor, true)
+	return nil
+}
+
+// Collect deletes every expired operation, batch by batch, then the orphaned CRs.
+func (c *Collector) Collect(ctx context.Context) error {
+	batch := c.BatchSize
+	if batch <= 0 {
+		batch = DefaultBatchSize
+	}
+	total := 0
+	for {
+		n, err := c.collectBatch(ctx, batch)
+		total += n
+		if err != nil {
+			return err
+		}
+		if n < batch {
+			break
+		}
+	}
+	orphans, err := c.sweepOrphans(ctx)
+	if total > 0 || orphans > 0 {
+		ctrl.LoggerFrom(ctx).Info("Garbage-collected operations", "rows", total, "orphanedCRs", orphans)
+	}
+	return err
+}
+
+// collectBatch deletes up to batch expired rows and the CRs of this instance's ones in one
+// transaction: if a CR cannot be deleted, the rows stay and the next run tries again.
+// Other instances' CRs live in their own namespaces; their agents sweep them as orphans.
+func (c *Collector) collectBatch(ctx context.Context, batch int) (int, error) {
+	n := 0
+	err := c.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		ops, err := c.Store.GarbageCollectOperations(ctx, tx, time.Now(), batch)
+		if err != nil {
+			return fmt.Errorf("deleting expired operations: %w", err)
+		}
+		n = len(ops)
+		for _, op := range ops {
+			if op.EngineInstanceID != c.Identity.InstanceID {
+				continue
+			}
+			if err := c.deleteCR(ctx, operation.CRName(op.ID)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// sweepOrphans deletes the finished Operation CRs of the namespace whose row is gone.
+func (c *Collector) sweepOrphans(ctx context.Context) (int, error) {
+	list := &v1.OperationList{}
+	if err := c.Client.List(ctx, list, client.InNamespace(c.Identity.Namespace)); err != nil {
+		return 0, fmt.Errorf("listing Operations: %w", err)
+	}
+	var ids []string
+	names := map[string][]string{}
+	for _, cr := range list.Items {
+		if cr.Status.State != v1.OperationStateCompleted && cr.Status.State != v1.OperationStateFailed {
+			continue
+		}
+		id := cr.Spec.OperationID
+		if _, err := uuid.Parse(id); err != nil {
+			// Not an id at all: the operation controller marked it Failed.
+			if err := c.deleteCR(ctx, cr.Name); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if _, seen := names[id]; !seen {
+			ids = append(ids, id)
+		}
+		names[id] = append(names[id], cr.Name)
+	}
+	existing := c.Existing
+	if existing == nil {
+		existing = ExistingOperationIDs
+	}
+	deleted := 0
+	for start := 0; start < len(ids); start += DefaultBatchSize * 5 {
+		chunk := ids[start:min(start+DefaultBatchSize*5, len(ids))]
+		found, err := existing(ctx, c.DB, chunk)
+		if err != nil {
+			return deleted, fmt.Errorf("checking which operations still exist: %w", err)
+		}
+		for _, id := range chunk {
+			if found[id] {
+				continue
+			}
+			for _, name := range names[id] {
+				if err := c.deleteCR(ctx, name); err != nil {
+					return deleted, err
+				}
+				deleted++
+			}
+		}
+	}
+	return deleted, nil
+}
+
+func (c *Collector) deleteCR(ctx context.Context, name string) error {
+	cr := &v1.Operation{}
+	cr.Namespace, cr.Name = c.Identity.Namespace, name
+	if err := c.Client.Delete(ctx, cr); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting Operation %s: %w", name, err)
+	}
+	return nil
+}
+
+// ExistingOperationIDs returns which of ids (valid UUIDs) have an operation row.
+func ExistingOperationIDs(ctx context.Context, idb bun.IDB, ids []string) (map[string]bool, error) {
+	found := map[string]bool{}
+	if len(ids) == 0 {
+		return found, nil
+	}
+	var rows []string
+	err := idb.NewSelect().Model((*db.Operation)(nil)).Column("op.id").
+		Where("op.id IN (?)", bun.List(ids)).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range rows {
+		found[id] = true
+	}
+	return found, nil
+}
