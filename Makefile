@@ -32,6 +32,13 @@ run: deps binaries ## Run the service locally on an embedded stack (API server, 
 test: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
 	go test $(TEST_FLAGS) $(PACKAGES)
 
+# Benchmark flags; e.g. `make bench-pipeline BENCH_FLAGS='-n 5000'`.
+BENCH_FLAGS ?=
+
+.PHONY: bench-pipeline
+bench-pipeline: deps binaries ## Benchmark the core pipeline on the local stack against creating Applications directly.
+	go run ./tests-e2e/cmd/bench-pipeline $(BENCH_FLAGS)
+
 .PHONY: deps
 deps: ## Install missing system packages (PostgreSQL, git) from Debian.
 	hack/install-deps.sh

@@ -1,0 +1,215 @@
+// Package stack runs the whole service on this machine: a control plane (kube-apiserver,
+// etcd, kube-controller-manager) with every CRD, PostgreSQL, and the service's binaries as
+// processes built from this checkout. The local stack (`make run`), the benchmarks and the
+// end-to-end tests share it.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
+)
+
+// Binaries of the service, in start order.
+var Binaries = []string{"backend", "cluster-agent", "appstudio-controller"}
+
+// EngineNamespace is the namespace of the stack's GitOps engine instance.
+const EngineNamespace = "gitops-service-argocd"
+
+// Options configure a stack.
+type Options struct {
+	// Dir holds binaries, logs and the kubeconfig.
+	Dir string
+	// Binaries to start (default all). Each is built first.
+	Binaries []string
+	// Args adds flags per binary.
+	Args map[string][]string
+	// Progress, if set, is called before each step.
+	Progress func(step string)
+}
+
+// Stack is a running service.
+type Stack struct {
+	ControlPlane *testenv.ControlPlane
+	Postgres     *testenv.Postgres
+	// Processes by binary name.
+	Processes map[string]*testenv.Process
+	// Kubeconfig is an admin kubeconfig file for the control plane.
+	Kubeconfig  string
+	DatabaseURL string
+	LogDir      string
+	// MetricsAddr of each binary (127.0.0.1:port).
+	MetricsAddr map[string]string
+}
+
+// Start builds and starts everything; Stop undoes it, also after a partial start.
+func Start(ctx context.Context, opts Options) (s *Stack, err error) {
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	binaries := opts.Binaries
+	if binaries == nil {
+		binaries = Binaries
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s = &Stack{Processes: map[string]*testenv.Process{}, LogDir: filepath.Join(dir, "logs"), MetricsAddr: map[string]string{}}
+	if err := os.MkdirAll(s.LogDir, 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.Stop())
+		}
+	}()
+
+	progress("building " + fmt.Sprint(binaries))
+	bins := filepath.Join(dir, "bin")
+	if err := Build(ctx, bins, binaries...); err != nil {
+		return s, err
+	}
+	progress("starting kube-apiserver, etcd and kube-controller-manager")
+	if s.ControlPlane, err = testenv.StartControlPlane(testenv.Options{ControllerManager: true}); err != nil {
+		return s, err
+	}
+	s.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := copyFile(s.ControlPlane.KubeconfigPath, s.Kubeconfig); err != nil {
+		return s, err
+	}
+	engineNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: EngineNamespace}}
+	if err := s.ControlPlane.Client.Create(ctx, engineNS); err != nil && !apierrors.IsAlreadyExists(err) {
+		return s, err
+	}
+	progress("starting PostgreSQL")
+	if s.Postgres, err = testenv.StartPostgres(testenv.PostgresOptions{}); err != nil {
+		return s, err
+	}
+	s.DatabaseURL = s.Postgres.URL("postgres")
+
+	for _, name := range binaries {
+		progress("starting " + name)
+		metrics, probes := freeAddr(), freeAddr()
+		s.MetricsAddr[name] = metrics
+		args := append([]string{
+			"--metrics-bind-address=" + metrics,
+			"--health-probe-bind-address=" + probes,
+		}, defaultArgs(name, s.DatabaseURL)...)
+		args = append(args, opts.Args[name]...)
+		p, err := testenv.StartProcessWithEnv(filepath.Join(bins, name), args, filepath.Join(s.LogDir, name+".log"),
+			[]string{"KUBECONFIG=" + s.Kubeconfig})
+		if err != nil {
+			return s, err
+		}
+		s.Processes[name] = p
+		if err := waitReady(ctx, p, probes); err != nil {
+			return s, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return s, nil
+}
+
+// defaultArgs are the flags a binary needs to run on the stack.
+func defaultArgs(name, databaseURL string) []string {
+	switch name {
+	case "backend", "cluster-agent":
+		return []string{
+			"--database-url=" + databaseURL,
+			"--database-allow-insecure",
+			"--engine-namespace=" + EngineNamespace,
+		}
+	}
+	return nil
+}
+
+// Stop stops the binaries, PostgreSQL and the control plane.
+func (s *Stack) Stop() error {
+	var errs []error
+	for _, p := range s.Processes {
+		errs = append(errs, p.Stop(10*time.Second))
+	}
+	if s.Postgres != nil {
+		errs = append(errs, s.Postgres.Stop())
+	}
+	if s.ControlPlane != nil {
+		errs = append(errs, s.ControlPlane.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+// Exited returns the first process that has exited, if any.
+func (s *Stack) Exited() (string, *testenv.Process) {
+	for name, p := range s.Processes {
+		if !p.Running() {
+			return name, p
+		}
+	}
+	return "", nil
+}
+
+// Build builds the named binaries of this checkout into dir.
+func Build(ctx context.Context, dir string, names ...string) error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, name), "./"+name)
+		cmd.Dir = root
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// waitReady waits for a binary's readiness probe.
+func waitReady(ctx context.Context, p *testenv.Process, probeAddr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		if !p.Running() {
+			return fmt.Errorf("exited during start-up:\n%s", p.Tail())
+		}
+		if ready(ctx, "http://"+probeAddr+"/readyz") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after 60s:\n%s", p.Tail())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer func() { _ = l.Close() }()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o600)
+}
