@@ -43,8 +43,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election lease (default: the pod's namespace).")
 	fs.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for running reconciles to finish on shutdown.")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "Queries per second to the Kubernetes API server.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "Burst of queries to the Kubernetes API server.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 100, "Queries per second to the Kubernetes API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "Burst of queries to the Kubernetes API server.")
 	o.zap = zap.Options{Development: false}
 	o.zap.BindFlags(fs)
 }

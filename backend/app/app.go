@@ -47,7 +47,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.EngineCluster, "engine-cluster", "default", "Name of the cluster the default engine instance runs on.")
 	fs.BoolVar(&o.MigrateOnStart, "migrate", true, "Apply database migrations at start (under an advisory lock).")
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (needs a serving certificate in --webhook-cert-dir).")
-	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Parallel reconciles per controller.")
 	fs.IntVar(&o.OperationGCSeconds, "operation-gc-seconds", 600, "How long finished Operations are kept before garbage collection.")
 }
 

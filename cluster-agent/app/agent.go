@@ -26,12 +26,6 @@ import (
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/syncop"
 )
 
-// Concurrency of the controllers.
-const (
-	operationWorkers = 4
-	statusWorkers    = 4
-)
-
 // EnvKeysFile supplies the default --credentials-keys-file, as for the backend.
 const EnvKeysFile = "GITOPS_KEYS_FILE"
 
@@ -47,6 +41,8 @@ type Options struct {
 	ApplicationDeletionTimeout time.Duration
 	// OperationGCInterval is how often expired operations are deleted; 0 disables it.
 	OperationGCInterval time.Duration
+	// MaxConcurrentReconciles bounds parallel reconciles per controller.
+	MaxConcurrentReconciles int
 
 	// Not flags: polling while waiting for Argo CD (defaults of the handlers), and, for
 	// tests running several managers in one process, skipping the controller name check.
@@ -64,6 +60,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			"without it, ManagedEnvironment and RepositoryCredential operations fail.")
 	fs.DurationVar(&o.ApplicationDeletionTimeout, "application-deletion-timeout", argoapp.DefaultDeletionTimeout,
 		"How long Argo CD gets to prune a deleted Application's resources before the agent removes its finalizer (0: wait forever).")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Parallel reconciles per controller.")
 	fs.DurationVar(&o.OperationGCInterval, "operation-gc-interval", opgc.DefaultInterval,
 		"How often finished operations past their retention are deleted, with their Operation CRs (jittered; 0 disables).")
 }
@@ -131,13 +128,13 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 	}
 	if err := (&operation.Reconciler{
 		Client: c, DB: bdb, Store: store, Identity: id, Handlers: handlers,
-		MaxConcurrentReconciles: operationWorkers, SkipNameValidation: opts.SkipNameValidation,
+		MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles), SkipNameValidation: opts.SkipNameValidation,
 	}).SetupWithManager(mgr); err != nil {
 		return engine.Identity{}, fmt.Errorf("setting up the operation controller: %w", err)
 	}
 	if err := (&appstatus.Reconciler{
 		Client: c, DB: bdb, Store: store, Identity: id,
-		MaxConcurrentReconciles: statusWorkers, SkipNameValidation: opts.SkipNameValidation,
+		MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles), SkipNameValidation: opts.SkipNameValidation,
 	}).SetupWithManager(mgr); err != nil {
 		return engine.Identity{}, fmt.Errorf("setting up the application status controller: %w", err)
 	}

@@ -91,7 +91,7 @@ func (r *Router) Handle(channel, payload string) {
 	ctx := context.Background()
 	switch channel {
 	case notify.ApplicationStateChanged:
-		r.enqueueByUID(ctx, r.newDeploymentList(), &r.Deployments, payload)
+		r.enqueueByUID(ctx, r.newDeploymentList(), &r.Deployments, payload, nil)
 	case notify.OperationChanged:
 		op, err := r.Operations.GetOperation(ctx, r.DB, payload)
 		if err != nil {
@@ -99,11 +99,15 @@ func (r *Router) Handle(channel, payload string) {
 			r.Log.V(1).Info("operation notification not routed", "operation", payload, "error", err.Error())
 			return
 		}
+		if !op.State.Finished() {
+			return // progress of the cluster-agent changes nothing the backend shows
+		}
 		switch op.ResourceType {
 		case db.OperationResourceApplication:
-			r.enqueueByUID(ctx, r.newDeploymentList(), &r.Deployments, op.ResourceID)
+			// Only a deployment being deleted waits for its Application operation.
+			r.enqueueByUID(ctx, r.newDeploymentList(), &r.Deployments, op.ResourceID, beingDeleted)
 		case db.OperationResourceSyncOperation:
-			r.enqueueByUID(ctx, r.newSyncRunList(), &r.SyncRuns, op.ResourceID)
+			r.enqueueByUID(ctx, r.newSyncRunList(), &r.SyncRuns, op.ResourceID, nil)
 		}
 	}
 }
@@ -115,28 +119,34 @@ func (r *Router) Resync(ctx context.Context) {
 	r.enqueueAll(ctx, r.newSyncRunList(), &r.SyncRuns)
 }
 
-func (r *Router) enqueueByUID(ctx context.Context, list client.ObjectList, q *Queue, uid string) {
+// enqueueByUID enqueues the object with uid, if it passes filter (nil: any).
+func (r *Router) enqueueByUID(ctx context.Context, list client.ObjectList, q *Queue, uid string, filter func(metav1.Object) bool) {
 	if err := r.Cache.List(ctx, list, client.MatchingFields{UIDIndex: uid}); err != nil {
 		r.Log.Error(err, "listing objects by UID", "uid", uid)
 		return
 	}
-	enqueueItems(list, q)
+	enqueueItems(list, q, filter)
 }
+
+func beingDeleted(o metav1.Object) bool { return o.GetDeletionTimestamp() != nil }
 
 func (r *Router) enqueueAll(ctx context.Context, list client.ObjectList, q *Queue) {
 	if err := r.Cache.List(ctx, list); err != nil {
 		r.Log.Error(err, "listing objects for resync")
 		return
 	}
-	enqueueItems(list, q)
+	enqueueItems(list, q, nil)
 }
 
-func enqueueItems(list client.ObjectList, q *Queue) {
+func enqueueItems(list client.ObjectList, q *Queue, filter func(metav1.Object) bool) {
 	items, err := metaItems(list)
 	if err != nil {
 		return
 	}
 	for _, o := range items {
+		if filter != nil && !filter(o) {
+			continue
+		}
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"github.com/uptrace/bun"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,10 +115,30 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 		return false, nil
 	}
 	project := argocd.AppProject(p.Identity.Namespace, tenantID, repos, dests)
+	if p.upToDate(ctx, project) {
+		return true, nil
+	}
 	if err := ssa.Apply(ctx, p.Client, project); err != nil {
 		return false, fmt.Errorf("applying AppProject %s: %w", project.Name, err)
 	}
 	return true, nil
+}
+
+// upToDate reports whether the cached AppProject already says what want says, so that an
+// Application change costs no AppProject write in the common case.
+func (p *Projects) upToDate(ctx context.Context, want *argov1alpha1.AppProject) bool {
+	have := &argov1alpha1.AppProject{}
+	if err := p.Client.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+		return false
+	}
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			return false
+		}
+	}
+	return equality.Semantic.DeepEqual(have.Spec.SourceRepos, want.Spec.SourceRepos) &&
+		equality.Semantic.DeepEqual(have.Spec.Destinations, want.Spec.Destinations) &&
+		equality.Semantic.DeepEqual(have.Spec.ClusterResourceWhitelist, want.Spec.ClusterResourceWhitelist)
 }
 
 // inCluster is the project destination of an Application destination on Argo CD's own

@@ -60,8 +60,15 @@ type Result struct {
 	Ratio                   float64            `json:"ratio"`
 	StatusLatencyMillis     map[string]float64 `json:"statusLatencyMillis"`
 	StatementsPerDeployment float64            `json:"statementsPerDeployment"`
+	TopStatements           []Statement        `json:"topStatements"`
 	RSSMiB                  map[string]float64 `json:"rssMiB"`
 	PeakRSSMiB              map[string]float64 `json:"peakRssMiB"`
+}
+
+// Statement is a normalised SQL statement and how often it ran during the pipeline phase.
+type Statement struct {
+	Calls int64  `json:"calls"`
+	Query string `json:"query"`
 }
 
 func main() {
@@ -118,6 +125,9 @@ func run(cfg config) error {
 		return err
 	}
 	res.StatementsPerDeployment = float64(statements) / float64(cfg.N)
+	if res.TopStatements, err = topStatements(ctx, s.DatabaseURL, 15); err != nil {
+		return err
+	}
 
 	progress("status latency over %d samples", cfg.LatencySamples)
 	if res.StatusLatencyMillis, err = statusLatency(ctx, c, cfg, namespaces); err != nil {
@@ -326,6 +336,29 @@ func countStatements(ctx context.Context, url string) (int64, error) {
 			AND query NOT ILIKE '%pg_stat_statements%'`).Scan(&n)
 	})
 	return n, err
+}
+
+// topStatements lists the most frequent statements since the reset, for profiling.
+func topStatements(ctx context.Context, url string, limit int) ([]Statement, error) {
+	var out []Statement
+	err := withConn(ctx, url, func(conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 160) FROM pg_stat_statements
+			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND query NOT ILIKE '%pg_stat_statements%' ORDER BY calls DESC LIMIT $1`, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var st Statement
+			if err := rows.Scan(&st.Calls, &st.Query); err != nil {
+				return err
+			}
+			out = append(out, st)
+		}
+		return rows.Err()
+	})
+	return out, err
 }
 
 func withConn(ctx context.Context, url string, fn func(*pgx.Conn) error) error {
