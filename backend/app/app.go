@@ -10,10 +10,12 @@ import (
 	"os"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
@@ -21,6 +23,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend/internal/deployment"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
+	"github.com/gitops-service/gitops-service/backend/internal/metrics"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/syncrun"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
@@ -114,6 +117,13 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	}
 	if err := mgr.Add(listener); err != nil {
 		return err
+	}
+	if err := ctrlmetrics.Registry.Register(&metrics.Collector{DB: database, Log: log.WithName("metrics")}); err != nil {
+		// A second backend in one process (tests) registers once.
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			return err
+		}
 	}
 	if o.EnableWebhooks {
 		if err := webhook.Setup(mgr); err != nil {

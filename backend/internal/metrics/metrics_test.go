@@ -1,0 +1,56 @@
+package metrics
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr/testr"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+func TestGaugesCountRowsByState(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bdb := dbtest.NewDB(t)
+	store := db.NewStore(nil)
+	tenant, err := store.GetOrCreateTenant(ctx, bdb, "ns-uid", "team-a")
+	g.Expect(err).NotTo(HaveOccurred())
+	cluster, err := store.GetOrCreateEngineCluster(ctx, bdb, "default", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	engine, err := store.GetOrCreateEngineInstance(ctx, bdb, &db.EngineInstance{EngineClusterID: cluster.ID, NamespaceName: "argocd", NamespaceUID: "argocd-uid"})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, uid := range []string{"6f1c2b9e-0000-4000-8000-000000000001", "6f1c2b9e-0000-4000-8000-000000000002"} {
+		_, err := store.UpsertApplication(ctx, bdb, &db.Application{ID: uid, TenantID: tenant.ID, Name: argocd.ApplicationName(types.UID(uid)),
+			EngineInstanceID: engine.ID, Spec: argocd.ApplicationSpec(argocd.ApplicationInput{RepoURL: "https://example.com/r", Path: "p"})})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	for _, state := range []db.OperationState{db.OperationWaiting, db.OperationWaiting, db.OperationCompleted} {
+		g.Expect(store.CreateOperation(ctx, bdb, &db.Operation{EngineInstanceID: engine.ID, ResourceType: db.OperationResourceApplication,
+			ResourceID: "6f1c2b9e-0000-4000-8000-000000000001", State: state, HumanReadableState: "test"})).To(Succeed())
+	}
+
+	c := &Collector{DB: bdb, Log: testr.New(t)}
+	g.Expect(testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP gitops_backend_applications Applications (GitOpsDeployments) the service manages.
+# TYPE gitops_backend_applications gauge
+gitops_backend_applications 2
+# HELP gitops_backend_operations Operations by state (Waiting, In_Progress, Completed, Failed).
+# TYPE gitops_backend_operations gauge
+gitops_backend_operations{state="Completed"} 1
+gitops_backend_operations{state="Failed"} 0
+gitops_backend_operations{state="In_Progress"} 0
+gitops_backend_operations{state="Waiting"} 2
+`), "gitops_backend_applications", "gitops_backend_operations")).To(Succeed())
+	g.Expect(testutil.CollectAndCount(c, "gitops_backend_oldest_unfinished_operation_age_seconds")).To(Equal(1))
+}
+
