@@ -53,4 +53,3 @@ gitops_backend_operations{state="Waiting"} 2
 `), "gitops_backend_applications", "gitops_backend_operations")).To(Succeed())
 	g.Expect(testutil.CollectAndCount(c, "gitops_backend_oldest_unfinished_operation_age_seconds")).To(Equal(1))
 }
-
