@@ -61,6 +61,7 @@ type Result struct {
 	StatusLatencyMillis     map[string]float64 `json:"statusLatencyMillis"`
 	StatementsPerDeployment float64            `json:"statementsPerDeployment"`
 	TopStatements           []Statement        `json:"topStatements"`
+	PipelineCPUSeconds      map[string]float64 `json:"pipelineCpuSeconds"`
 	RSSMiB                  map[string]float64 `json:"rssMiB"`
 	PeakRSSMiB              map[string]float64 `json:"peakRssMiB"`
 }
@@ -116,8 +117,13 @@ func run(cfg config) error {
 		return err
 	}
 	progress("pipeline: creating %d GitOpsDeployments in %d namespaces", cfg.N, cfg.Namespaces)
+	cpuBefore := cpuByProgram()
 	if res.PipelineSeconds, err = pipeline(ctx, c, cfg, namespaces); err != nil {
 		return err
+	}
+	res.PipelineCPUSeconds = map[string]float64{}
+	for name, after := range cpuByProgram() {
+		res.PipelineCPUSeconds[name] = after - cpuBefore[name]
 	}
 	res.Ratio = res.PipelineSeconds / res.FloorSeconds
 	statements, err := countStatements(ctx, s.DatabaseURL)
@@ -370,6 +376,39 @@ func withConn(ctx context.Context, url string, fn func(*pgx.Conn) error) error {
 	return fn(conn)
 }
 
+// programs whose CPU time the benchmark reports, by executable name.
+var programs = []string{"kube-apiserver", "etcd", "postgres", "backend", "cluster-agent", "bench-pipeline"}
+
+// cpuByProgram sums user+system CPU seconds of every process of each program.
+func cpuByProgram() map[string]float64 {
+	out := map[string]float64{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid := e.Name()
+		if pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		exe, err := os.Readlink("/proc/" + pid + "/exe")
+		if err != nil || !slices.Contains(programs, filepath.Base(exe)) {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+		fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(fields) < 13 {
+			continue
+		}
+		var utime, stime float64
+		_, _ = fmt.Sscan(fields[11], &utime)
+		_, _ = fmt.Sscan(fields[12], &stime)
+		out[filepath.Base(exe)] += (utime + stime) / 100 // USER_HZ is 100 on Linux
+	}
+	return out
+}
+
 // rss reads the resident and peak resident set sizes of a process, in MiB.
 func rss(pid int) (current, peak float64) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -400,6 +439,9 @@ func report(out string, res *Result) error {
 	fmt.Fprintf(&b, "| database statements per deployment (creation) | %.1f |\n", res.StatementsPerDeployment)
 	for _, name := range []string{"backend", "cluster-agent"} {
 		fmt.Fprintf(&b, "| %s RSS (peak) | %.0f MiB (%.0f MiB) |\n", name, res.RSSMiB[name], res.PeakRSSMiB[name])
+	}
+	for _, name := range programs {
+		fmt.Fprintf(&b, "| CPU during the pipeline: %s | %.1f s |\n", name, res.PipelineCPUSeconds[name])
 	}
 	fmt.Print(b.String())
 	if err := os.MkdirAll(out, 0o755); err != nil {
