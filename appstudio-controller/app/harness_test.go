@@ -14,10 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitops-service/gitops-service/appstudio-controller/app"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
@@ -50,50 +47,16 @@ type harness struct {
 	c   client.Client
 }
 
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	if err := cp.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
-
 // start runs the appstudio-controller in-process, its cache restricted to a fresh namespace.
 func start(t *testing.T, mutate ...func(*app.Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, g: NewWithT(t), c: cp.Client}
-	h.ns = newNamespace(t, "tenant-")
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
-		Scheme:                 cp.Scheme,
-		Logger:                 testLogger(t),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{h.ns: {}},
-		},
-		Controller: config.Controller{SkipNameValidation: ptr(true)},
-	})
-	h.g.Expect(err).NotTo(HaveOccurred())
+	h := &harness{t: t, g: NewWithT(t), c: cp.Client, ctx: context.Background()}
+	h.ns = cp.NewNamespace(t, "tenant-")
 	opts := &app.Options{MaxConcurrentReconciles: 2, PromotionTimeout: time.Minute}
 	for _, m := range mutate {
 		m(opts)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.g.Expect(opts.Setup(ctx, mgr, mgr.GetLogger())).To(Succeed())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
-	h.ctx = ctx
+	cp.RunManager(t, []string{h.ns}, opts.Setup)
 	return h
 }
 

@@ -8,23 +8,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
@@ -62,56 +54,21 @@ type service struct {
 	engine string
 }
 
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	if err := cp.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
-
 func startService(t *testing.T) *service {
 	t.Helper()
 	s := &service{t: t, g: NewWithT(t), ctx: context.Background(),
-		tenant: newNamespace(t, "tenant-"), engine: newNamespace(t, "argocd-")}
+		tenant: cp.NewNamespace(t, "tenant-"), engine: cp.NewNamespace(t, "argocd-")}
 	dbConfig := dbtest.NewConfig(t)
 
 	backendOpts := &backend.Options{Database: dbConfig, EngineNamespace: s.engine, EngineCluster: "default",
 		MaxConcurrentReconciles: 2, OperationGCSeconds: 60}
-	s.run(map[string]cache.Config{s.tenant: {}, s.engine: {}}, backendOpts.Setup)
+	cp.RunManager(t, []string{s.tenant, s.engine}, backendOpts.Setup)
 
-	agentOpts := &agent.Options{DB: dbConfig, ApplicationDeletionTimeout: 2 * time.Second, SkipNameValidation: true}
+	agentOpts := &agent.Options{DB: dbConfig, ApplicationDeletionTimeout: 2 * time.Second, MaxConcurrentReconciles: 2, SkipNameValidation: true}
 	agentOpts.Engine.Namespace, agentOpts.Engine.ClusterName = s.engine, "default"
-	s.run(map[string]cache.Config{s.engine: {}}, agentOpts.Setup)
+	cp.RunManager(t, []string{s.engine}, agentOpts.Setup)
 	return s
 }
-
-// run starts a manager over namespaces with setup until the test ends.
-func (s *service) run(namespaces map[string]cache.Config, setup func(context.Context, ctrl.Manager, logr.Logger) error) {
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
-		Scheme:                 cp.Scheme,
-		Logger:                 testr.New(s.t),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: namespaces},
-		Controller:             config.Controller{SkipNameValidation: ptr(true)},
-	})
-	s.g.Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	s.g.Expect(setup(ctx, mgr, mgr.GetLogger())).To(Succeed())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := mgr.Start(ctx); err != nil {
-			s.t.Errorf("manager: %v", err)
-		}
-	}()
-	s.t.Cleanup(func() { cancel(); wg.Wait() })
-}
-
-func ptr[T any](v T) *T { return &v }
 
 func (s *service) deploy(name string, typ v1.GitOpsDeploymentSpecType, mutate ...func(*v1.GitOpsDeployment)) *v1.GitOpsDeployment {
 	s.t.Helper()

@@ -1,0 +1,67 @@
+package testenv
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// NewNamespace creates a namespace with a generated name starting with prefix.
+func (cp *ControlPlane) NewNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := cp.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// RunManager runs a manager, set up by setup, until the test ends. Its cache sees only
+// namespaces (and cluster-scoped objects), so parallel tests that each run the service's
+// controllers do not reconcile each other's objects; controller names may repeat.
+func (cp *ControlPlane) RunManager(t testing.TB, namespaces []string,
+	setup func(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error) {
+	t.Helper()
+	defaults := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		defaults[ns] = cache.Config{}
+	}
+	skip := true
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
+		Scheme:                 cp.Scheme,
+		Logger:                 testr.NewWithInterface(t, testr.Options{}),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{DefaultNamespaces: defaults},
+		Controller:             config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := setup(ctx, mgr, mgr.GetLogger()); err != nil {
+		cancel()
+		t.Fatalf("setting up manager: %v", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+}
