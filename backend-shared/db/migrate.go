@@ -94,15 +94,9 @@ func withMigrator(ctx context.Context, cfg Config, fn func(*migrate.Migrate) err
 	defer func() { _, _ = m.Close() }()
 
 	// golang-migrate has no context: ask it to stop at the next safe point on cancellation.
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			m.GracefulStop <- true
-		case <-done:
-		}
-	}()
+	// GracefulStop is buffered (one value), so the send never blocks.
+	stop := context.AfterFunc(ctx, func() { m.GracefulStop <- true })
+	defer stop()
 
 	err = fn(m)
 	if errors.Is(err, migrate.ErrNoChange) {

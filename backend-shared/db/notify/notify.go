@@ -59,7 +59,7 @@ type Listener struct {
 	// Channels to LISTEN on.
 	Channels []string
 	// Handler is called with each notification.
-	Handler func(channel, payload string)
+	Handler func(ctx context.Context, channel, payload string)
 	// OnReconnect, if set, is called after every reconnection (not after the first
 	// connection).
 	OnReconnect func(ctx context.Context)
@@ -155,6 +155,6 @@ func (l *Listener) receive(ctx context.Context, conn *pgx.Conn) error {
 		if err != nil {
 			return err
 		}
-		l.Handler(n.Channel, n.Payload)
+		l.Handler(ctx, n.Channel, n.Payload)
 	}
 }

@@ -44,7 +44,7 @@ func startListener(t *testing.T, cfg db.Config, onReconnect func(context.Context
 	l := &notify.Listener{
 		Config:      listenCfg,
 		Channels:    []string{notify.ApplicationStateChanged, notify.OperationChanged},
-		Handler:     func(ch, p string) { got <- received{ch, p} },
+		Handler:     func(_ context.Context, ch, p string) { got <- received{ch, p} },
 		OnReconnect: onReconnect,
 		MinBackoff:  10 * time.Millisecond,
 		MaxBackoff:  200 * time.Millisecond,
@@ -137,7 +137,7 @@ func TestListenerRejectsInsecureConfig(t *testing.T) {
 	l := &notify.Listener{
 		Config:   db.Config{URL: "postgres://db.example.com/x?sslmode=disable"},
 		Channels: []string{notify.OperationChanged},
-		Handler:  func(string, string) {},
+		Handler:  func(context.Context, string, string) {},
 	}
 	NewWithT(t).Expect(l.Start(context.Background())).To(MatchError(ContainSubstring("sslmode")))
 	NewWithT(t).Expect(l.NeedLeaderElection()).To(BeFalse())

@@ -87,8 +87,7 @@ func (r *Router) Channels() []string {
 }
 
 // Handle is the listener's notification handler.
-func (r *Router) Handle(channel, payload string) {
-	ctx := context.Background()
+func (r *Router) Handle(ctx context.Context, channel, payload string) {
 	switch channel {
 	case notify.ApplicationStateChanged:
 		r.enqueueByUID(ctx, r.newDeploymentList(), &r.Deployments, payload, nil)
