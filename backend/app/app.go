@@ -23,6 +23,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend/internal/deployment"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
+	"github.com/gitops-service/gitops-service/backend/internal/managedenv"
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/syncrun"
@@ -107,6 +108,13 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	}
 	if err := syncRuns.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	environments := &managedenv.Reconciler{
+		Client: mgr.GetClient(), DB: database, Store: store, Tenancy: resolver, Signal: signaller,
+		Recorder: mgr.GetEventRecorderFor("gitopsdeploymentmanagedenvironment-controller"),
+	}
+	if err := environments.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
 	listener := &notify.Listener{

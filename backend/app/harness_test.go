@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	"github.com/gitops-service/gitops-service/backend/app"
 )
@@ -47,7 +49,8 @@ func startBackend(t *testing.T) *harness {
 	h := &harness{t: t, g: NewWithT(t), ctx: context.Background()}
 	cfg := dbtest.NewConfig(t)
 	h.db = dbtest.Open(t, cfg)
-	h.store = db.NewStore(nil)
+	keyring := testKeyring(t)
+	h.store = db.NewStore(keyring.ring)
 	h.tenant = cp.NewNamespace(t, "tenant-")
 	h.engine = cp.NewNamespace(t, "argocd-")
 	opts := &app.Options{
@@ -56,6 +59,7 @@ func startBackend(t *testing.T) *harness {
 		EngineCluster:           "default",
 		MaxConcurrentReconciles: 2,
 		OperationGCSeconds:      60,
+		KeysFile:                keyring.file,
 	}
 	cp.RunManager(t, []string{h.tenant, h.engine}, opts.Setup)
 	return h
@@ -78,4 +82,27 @@ func (h *harness) tenantRow() *db.Tenant {
 		return err
 	}, eventually, poll).Should(Succeed())
 	return tenant
+}
+
+type keyringFile struct {
+	ring *secretbox.Keyring
+	file string
+}
+
+// testKeyring writes a fresh credentials keyring for the backend under test.
+func testKeyring(t *testing.T) keyringFile {
+	t.Helper()
+	key, err := secretbox.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(file, []byte(secretbox.FormatKeyLine("test", key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ring, err := secretbox.LoadKeyringFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keyringFile{ring: ring, file: file}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -64,12 +66,34 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeployment{}, events.UIDIndex, events.IndexUID); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeployment{}, EnvironmentIndex, func(o client.Object) []string {
+		return []string{o.(*v1.GitOpsDeployment).Spec.Destination.Environment}
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeployment{}, builder.WithPredicates(specOrLifecycleChanged{})).
+		// An environment connecting, changing or going away changes its deployments.
+		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsTo)).
 		WatchesRawSource(r.Queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("gitopsdeployment").
 		Complete(r)
+}
+
+// EnvironmentIndex indexes GitOpsDeployments by spec.destination.environment.
+const EnvironmentIndex = "spec.destination.environment"
+
+func (r *Reconciler) deploymentsTo(ctx context.Context, env client.Object) []reconcile.Request {
+	list := &v1.GitOpsDeploymentList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(env.GetNamespace()), client.MatchingFields{EnvironmentIndex: env.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, d := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: d.Namespace, Name: d.Name}})
+	}
+	return reqs
 }
 
 // Reconcile makes the rows match the GitOpsDeployment and its status match the rows.

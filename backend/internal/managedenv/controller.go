@@ -1,0 +1,271 @@
+// Package managedenv reconciles GitOpsDeploymentManagedEnvironments: it checks the
+// kubeconfig Secret, proves the credentials against the cluster, stores them encrypted with
+// the managed environment's row, and signals the cluster-agent to write Argo CD's cluster
+// Secret. Its condition ConnectionInitializationSucceeded says what went wrong, if anything.
+package managedenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/uptrace/bun"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+)
+
+// SecretIndex indexes ManagedEnvironments by spec.credentialsSecret.
+const SecretIndex = "spec.credentialsSecret"
+
+// Store is the part of the database the controller uses.
+type Store interface {
+	CreateManagedEnvironment(ctx context.Context, idb bun.IDB, env *db.ManagedEnvironment, creds *db.ClusterCredentials) error
+	UpdateManagedEnvironment(ctx context.Context, idb bun.IDB, env *db.ManagedEnvironment, creds *db.ClusterCredentials) error
+	DeleteManagedEnvironment(ctx context.Context, idb bun.IDB, tenantID, id string) error
+	GetManagedEnvironmentCredentials(ctx context.Context, idb bun.IDB, tenantID, envID string) (*db.ClusterCredentials, error)
+	GetOrCreateAPICRMapping(ctx context.Context, idb bun.IDB, m *db.APICRMapping) (*db.APICRMapping, error)
+	GetAPICRMapping(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, uid string) (*db.APICRMapping, error)
+	ListAPICRMappingsByName(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, name string) ([]db.APICRMapping, error)
+	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
+}
+
+// Reconciler reconciles GitOpsDeploymentManagedEnvironments.
+type Reconciler struct {
+	Client   client.Client
+	DB       *bun.DB
+	Store    Store
+	Tenancy  *tenancy.Resolver
+	Signal   *signal.Signaller
+	Recorder record.EventRecorder
+}
+
+// SetupWithManager registers the controller; a change of a referenced Secret re-reconciles
+// the environments that use it.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeploymentManagedEnvironment{}, SecretIndex, func(o client.Object) []string {
+		return []string{o.(*v1.GitOpsDeploymentManagedEnvironment).Spec.ClusterCredentialsSecret}
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.GitOpsDeploymentManagedEnvironment{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.environmentsUsing)).
+		Named("gitopsdeploymentmanagedenvironment").
+		Complete(r)
+}
+
+func (r *Reconciler) environmentsUsing(ctx context.Context, o client.Object) []reconcile.Request {
+	envs := &v1.GitOpsDeploymentManagedEnvironmentList{}
+	if err := r.Client.List(ctx, envs, client.InNamespace(o.GetNamespace()), client.MatchingFields{SecretIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(envs.Items))
+	for _, e := range envs.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Namespace, Name: e.Name}})
+	}
+	return reqs
+}
+
+// Reconcile connects a ManagedEnvironment, or removes what is left of a deleted one.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	env := &v1.GitOpsDeploymentManagedEnvironment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.remove(ctx, req.Namespace, req.Name, "")
+	}
+	if !env.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	before := env.Status.DeepCopy()
+	cond := metav1.Condition{
+		Type: v1.ManagedEnvironmentConditionConnectionInitializationSucceeded, Status: metav1.ConditionTrue,
+		Reason: string(v1.ManagedEnvironmentReasonSucceeded), Message: "Connected to the cluster; Argo CD can deploy to it.",
+		ObservedGeneration: env.Generation,
+	}
+	err := r.connect(ctx, env)
+	var credErr *CredentialError
+	switch {
+	case errors.As(err, &credErr):
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, string(credErr.Reason), credErr.Message
+		err = nil // the user's to fix; a change of the environment or its Secret retries
+	case err != nil:
+		ctrl.LoggerFrom(ctx).Error(err, "connecting managed environment")
+		cond.Status, cond.Reason = metav1.ConditionFalse, string(v1.ManagedEnvironmentReasonUnknownError)
+		cond.Message = "An internal error occurred while connecting the environment; the service retries automatically."
+	}
+	if meta.SetStatusCondition(&env.Status.Conditions, cond) && r.Recorder != nil {
+		eventType := corev1.EventTypeNormal
+		if cond.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Event(env, eventType, cond.Reason, cond.Message)
+	}
+	env.Status.ObservedGeneration = env.Generation
+	if !equality.Semantic.DeepEqual(before, &env.Status) {
+		orig := env.DeepCopy()
+		orig.Status = *before
+		if perr := r.Client.Status().Patch(ctx, env, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
+			err = errors.Join(err, fmt.Errorf("patching status: %w", perr))
+		}
+	}
+	return ctrl.Result{}, err
+}
+
+// connect verifies the credentials and stores them; unchanged credentials write nothing.
+func (r *Reconciler) connect(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) error {
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: env.Spec.ClusterCredentialsSecret}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return credErr(v1.ManagedEnvironmentReasonUnableToRetrieveRestConfig,
+				"Secret %q (spec.credentialsSecret) does not exist in namespace %q", env.Spec.ClusterCredentialsSecret, env.Namespace)
+		}
+		return err
+	}
+	conn, err := Resolve(env, secret)
+	if err != nil {
+		return err
+	}
+	if env.Spec.CreateNewServiceAccount {
+		// Refuse rather than deploy with credentials the user did not mean Argo CD to use.
+		return credErr(v1.ManagedEnvironmentReasonUnableToInstallServiceAccount,
+			"spec.createNewServiceAccount is not supported by this version of the GitOps Service: set it to false to use the Secret's credentials")
+	}
+	if err := Verify(ctx, conn, env.Spec.Namespaces); err != nil {
+		return err
+	}
+	creds := &db.ClusterCredentials{
+		Host:                       env.Spec.APIURL,
+		Kubeconfig:                 db.Secret(secret.Data["kubeconfig"]),
+		KubeconfigContext:          conn.ContextName,
+		AllowInsecureSkipTLSVerify: env.Spec.AllowInsecureSkipTLSVerify,
+		Namespaces:                 env.Spec.Namespaces,
+		ClusterResources:           env.Spec.ClusterResources,
+	}
+	var (
+		engine *db.EngineInstance
+		op     *db.Operation
+	)
+	err = r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		tenant, err := r.Tenancy.Tenant(ctx, tx, env.Namespace)
+		if err != nil {
+			return err
+		}
+		if engine, err = r.Tenancy.EngineInstance(ctx, tx, tenant); err != nil {
+			return err
+		}
+		envID, changed, err := r.store(ctx, tx, tenant, env, creds)
+		if err != nil || !changed {
+			return err
+		}
+		op, err = r.Signal.Row(ctx, tx, engine, tenant.ID, db.OperationResourceManagedEnvironment, envID)
+		return err
+	})
+	if err != nil || op == nil {
+		return err
+	}
+	return r.Signal.CR(ctx, engine, op)
+}
+
+// store writes the environment's row and credentials, reporting whether they changed.
+func (r *Reconciler) store(ctx context.Context, tx bun.IDB, tenant *db.Tenant, env *v1.GitOpsDeploymentManagedEnvironment,
+	creds *db.ClusterCredentials) (string, bool, error) {
+	mapping, err := r.Store.GetAPICRMapping(ctx, tx, tenant.ID, db.APIResourceManagedEnvironment, string(env.UID))
+	if errors.Is(err, db.ErrNotFound) {
+		row := &db.ManagedEnvironment{TenantID: tenant.ID, Name: env.Name}
+		if err := r.Store.CreateManagedEnvironment(ctx, tx, row, creds); err != nil {
+			return "", false, err
+		}
+		_, err := r.Store.GetOrCreateAPICRMapping(ctx, tx, &db.APICRMapping{
+			APIResourceType: db.APIResourceManagedEnvironment, APIResourceUID: string(env.UID),
+			APIResourceName: env.Name, APIResourceNamespace: env.Namespace,
+			TenantID: tenant.ID, ManagedEnvironmentID: row.ID,
+		})
+		return row.ID, true, err
+	}
+	if err != nil {
+		return "", false, err
+	}
+	envID := mapping.TargetID()
+	stored, err := r.Store.GetManagedEnvironmentCredentials(ctx, tx, tenant.ID, envID)
+	if err != nil {
+		return "", false, err
+	}
+	if sameCredentials(stored, creds) {
+		return envID, false, nil
+	}
+	err = r.Store.UpdateManagedEnvironment(ctx, tx, &db.ManagedEnvironment{ID: envID, TenantID: tenant.ID, Name: env.Name}, creds)
+	return envID, true, err
+}
+
+func sameCredentials(a, b *db.ClusterCredentials) bool {
+	return a.Host == b.Host && a.Kubeconfig == b.Kubeconfig && a.KubeconfigContext == b.KubeconfigContext &&
+		a.BearerToken == b.BearerToken && a.AllowInsecureSkipTLSVerify == b.AllowInsecureSkipTLSVerify &&
+		slices.Equal(a.Namespaces, b.Namespaces) && a.ClusterResources == b.ClusterResources
+}
+
+// remove deletes the rows of every environment called name in namespace except keepUID,
+// and signals the cluster-agent to delete their cluster Secrets.
+func (r *Reconciler) remove(ctx context.Context, namespace, name, keepUID string) error {
+	tenant, err := r.Tenancy.ExistingTenant(ctx, r.DB, namespace)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var ops []*db.Operation
+	err = r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		mappings, err := r.Store.ListAPICRMappingsByName(ctx, tx, tenant.ID, db.APIResourceManagedEnvironment, name)
+		if err != nil {
+			return err
+		}
+		for _, m := range mappings {
+			if m.APIResourceUID == keepUID {
+				continue
+			}
+			// The mapping and the credentials go with the environment's row.
+			if err := r.Store.DeleteManagedEnvironment(ctx, tx, tenant.ID, m.TargetID()); err != nil && !errors.Is(err, db.ErrNotFound) {
+				return err
+			}
+			if tenant.EngineInstanceID == "" {
+				continue
+			}
+			op, err := r.Signal.Row(ctx, tx, &db.EngineInstance{ID: tenant.EngineInstanceID}, tenant.ID, db.OperationResourceManagedEnvironment, m.TargetID())
+			if err != nil {
+				return err
+			}
+			ops = append(ops, op)
+		}
+		return nil
+	})
+	if err != nil || len(ops) == 0 {
+		return err
+	}
+	engine, err := r.Store.GetEngineInstance(ctx, r.DB, tenant.EngineInstanceID)
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if err := r.Signal.CR(ctx, engine, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package managedenv
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+)
+
+// CredentialError is a problem with what the user gave: its reason and message go to the
+// ConnectionInitializationSucceeded condition. Messages never quote credentials.
+type CredentialError struct {
+	Reason  v1.ManagedEnvironmentConditionReason
+	Message string
+}
+
+func (e *CredentialError) Error() string { return e.Message }
+
+func credErr(reason v1.ManagedEnvironmentConditionReason, format string, args ...any) error {
+	return &CredentialError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Connection is what a ManagedEnvironment resolves to.
+type Connection struct {
+	// Config reaches the cluster with the user's credentials.
+	Config *rest.Config
+	// ContextName is the kubeconfig context used.
+	ContextName string
+}
+
+// Resolve checks the spec and Secret of a ManagedEnvironment and builds the client
+// configuration of the kubeconfig's context whose cluster's server is spec.apiURL.
+func Resolve(env *v1.GitOpsDeploymentManagedEnvironment, secret *corev1.Secret) (*Connection, error) {
+	apiURL := env.Spec.APIURL
+	if strings.ContainsAny(apiURL, "?&") {
+		return nil, credErr(v1.ManagedEnvironmentReasonUnsupportedAPIURL,
+			"spec.apiURL %q must not contain a query ('?' or '&'): the GitOps Service adds its own", apiURL)
+	}
+	for _, ns := range env.Spec.Namespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, credErr(v1.ManagedEnvironmentReasonInvalidNamespaceList, "spec.namespaces: %q is not a valid namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	if secret.Type != v1.ManagedEnvironmentSecretType {
+		return nil, credErr(v1.ManagedEnvironmentReasonInvalidSecretType,
+			"Secret %q has type %q; it must be of type %q", secret.Name, secret.Type, v1.ManagedEnvironmentSecretType)
+	}
+	data, ok := secret.Data["kubeconfig"]
+	if !ok || len(data) == 0 {
+		return nil, credErr(v1.ManagedEnvironmentReasonMissingKubeConfigField, "Secret %q has no 'kubeconfig' key", secret.Name)
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		// The parser's message may quote the document, which holds credentials.
+		return nil, credErr(v1.ManagedEnvironmentReasonUnableToParseKubeconfigData, "the 'kubeconfig' of Secret %q is not a valid kubeconfig file", secret.Name)
+	}
+	contextName := contextFor(cfg, apiURL)
+	if contextName == "" {
+		return nil, credErr(v1.ManagedEnvironmentReasonUnableToLocateContext,
+			"the kubeconfig of Secret %q has no context whose cluster's server is %s (spec.apiURL)", secret.Name, apiURL)
+	}
+	overrides := &clientcmd.ConfigOverrides{}
+	if env.Spec.AllowInsecureSkipTLSVerify {
+		overrides.ClusterInfo.InsecureSkipTLSVerify = true
+		overrides.ClusterInfo.CertificateAuthorityData = nil
+	}
+	restConfig, err := clientcmd.NewNonInteractiveClientConfig(*cfg, contextName, overrides, nil).ClientConfig()
+	if err != nil {
+		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient, "no client can be built from context %q of the kubeconfig", contextName)
+	}
+	if restConfig.ExecProvider != nil || restConfig.AuthProvider != nil {
+		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient,
+			"context %q authenticates with an exec or auth-provider plugin, which the service cannot run: use a bearer token", contextName)
+	}
+	return &Connection{Config: restConfig, ContextName: contextName}, nil
+}
+
+// contextFor returns the context whose cluster's server is apiURL: the current context when
+// it qualifies, else the first in name order.
+func contextFor(cfg *clientcmdapi.Config, apiURL string) string {
+	matches := func(name string) bool {
+		c, ok := cfg.Contexts[name]
+		if !ok {
+			return false
+		}
+		cluster, ok := cfg.Clusters[c.Cluster]
+		return ok && strings.TrimSuffix(cluster.Server, "/") == strings.TrimSuffix(apiURL, "/")
+	}
+	if matches(cfg.CurrentContext) {
+		return cfg.CurrentContext
+	}
+	best := ""
+	for name := range cfg.Contexts {
+		if matches(name) && (best == "" || name < best) {
+			best = name
+		}
+	}
+	return best
+}
+
+// Verify proves the credentials work before they are stored: it lists namespaces, or,
+// for a namespace-scoped environment, reads the first of spec.namespaces.
+func Verify(ctx context.Context, conn *Connection, namespaces []string) error {
+	cs, err := kubernetes.NewForConfig(conn.Config)
+	if err != nil {
+		return credErr(v1.ManagedEnvironmentReasonUnableToCreateClient, "no client can be built from context %q of the kubeconfig", conn.ContextName)
+	}
+	if len(namespaces) > 0 {
+		_, err = cs.CoreV1().Namespaces().Get(ctx, namespaces[0], metav1.GetOptions{})
+	} else {
+		_, err = cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1})
+	}
+	if err == nil {
+		return nil
+	}
+	return credErr(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "%s", hint(err, namespaces))
+}
+
+// hint explains a verification failure in terms a user can act on.
+func hint(err error, namespaces []string) string {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return "the cluster rejected the credentials (401 Unauthorized): the token may be expired or wrong"
+	case apierrors.IsForbidden(err) && len(namespaces) > 0:
+		return fmt.Sprintf("the credentials may not get namespace %q (403 Forbidden): grant them access to it", namespaces[0])
+	case apierrors.IsForbidden(err):
+		return "the credentials may not list namespaces (403 Forbidden): grant them cluster-wide access, or set spec.namespaces to the namespaces they may use"
+	case apierrors.IsNotFound(err) && len(namespaces) > 0:
+		return fmt.Sprintf("namespace %q of spec.namespaces does not exist on the cluster", namespaces[0])
+	case strings.Contains(err.Error(), "certificate signed by unknown authority"):
+		return "the cluster's TLS certificate is signed by an unknown authority: add its CA to the kubeconfig, or set spec.allowInsecureSkipTLSVerify"
+	case strings.Contains(err.Error(), "certificate"):
+		return "the cluster's TLS certificate could not be verified: check the kubeconfig's CA, or set spec.allowInsecureSkipTLSVerify"
+	}
+	return "the cluster could not be reached with the credentials: check spec.apiURL and that the cluster is reachable"
+}
