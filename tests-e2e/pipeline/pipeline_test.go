@@ -60,11 +60,13 @@ func startService(t *testing.T) *service {
 		tenant: cp.NewNamespace(t, "tenant-"), engine: cp.NewNamespace(t, "argocd-")}
 	dbConfig := dbtest.NewConfig(t)
 
+	keys := writeKeyring(t)
 	backendOpts := &backend.Options{Database: dbConfig, EngineNamespace: s.engine, EngineCluster: "default",
-		MaxConcurrentReconciles: 2, OperationGCSeconds: 60}
+		MaxConcurrentReconciles: 2, OperationGCSeconds: 60, KeysFile: keys}
 	cp.RunManager(t, []string{s.tenant, s.engine}, backendOpts.Setup)
 
-	agentOpts := &agent.Options{DB: dbConfig, ApplicationDeletionTimeout: 2 * time.Second, MaxConcurrentReconciles: 2, SkipNameValidation: true}
+	agentOpts := &agent.Options{DB: dbConfig, ApplicationDeletionTimeout: 2 * time.Second, MaxConcurrentReconciles: 2,
+		SkipNameValidation: true, CredentialsKeysFile: keys}
 	agentOpts.Engine.Namespace, agentOpts.Engine.ClusterName = s.engine, "default"
 	cp.RunManager(t, []string{s.engine}, agentOpts.Setup)
 	return s
