@@ -1,8 +1,9 @@
-// Package promotion reconciles manual PromotionRuns: it points the Application's
+// Package promotion reconciles PromotionRuns. A manual promotion points the Application's
 // SnapshotEnvironmentBinding for the target Environment at the Snapshot (creating
 // "<application>-<environment>-generated-binding" when there is none), then completes with
 // Success once every component is Synced and Healthy, or with Failure after a timeout. Only
-// one PromotionRun per Application runs at a time: the oldest unfinished one.
+// one PromotionRun per Application runs at a time: the oldest unfinished one. An automated
+// promotion (automated.go) does the same, depth by depth, along the Environment graph.
 package promotion
 
 import (
@@ -173,7 +174,10 @@ func (r *Reconciler) setError(run *appstudio.PromotionRun, err error) {
 
 func (r *Reconciler) advance(ctx context.Context, run *appstudio.PromotionRun) (ctrl.Result, error) {
 	if run.Spec.ManualPromotion == nil {
-		return ctrl.Result{}, errcond.New("Unsupported", "automated promotion (spec.automatedPromotion) is not supported yet; use spec.manualPromotion")
+		if run.Spec.AutomatedPromotion == nil {
+			return ctrl.Result{}, errcond.New("InvalidSpec", "exactly one of spec.manualPromotion and spec.automatedPromotion must be set")
+		}
+		return r.advanceAutomated(ctx, run)
 	}
 	target := run.Spec.ManualPromotion.TargetEnvironment
 	if run.Status.State == "" {
@@ -190,7 +194,7 @@ func (r *Reconciler) advance(ctx context.Context, run *appstudio.PromotionRun) (
 			return ctrl.Result{}, err
 		}
 	}
-	binding, err := r.pointBinding(ctx, run, target)
+	binding, err := r.pointBinding(ctx, run, target, run.Status.State == appstudio.PromotionRunStateWaiting)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -281,15 +285,8 @@ func (r *Reconciler) activeRun(ctx context.Context, run *appstudio.PromotionRun)
 }
 
 func (r *Reconciler) validate(ctx context.Context, run *appstudio.PromotionRun, target string) error {
-	snap := &appstudio.Snapshot{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.Snapshot}, snap); err != nil {
-		if apierrors.IsNotFound(err) {
-			return errcond.New("SnapshotNotFound", fmt.Sprintf("Snapshot %q does not exist", run.Spec.Snapshot))
-		}
+	if err := r.validateSnapshot(ctx, run); err != nil {
 		return err
-	}
-	if snap.Spec.Application != run.Spec.Application {
-		return errcond.New("InvalidSnapshot", fmt.Sprintf("Snapshot %q belongs to application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
 	}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: target}, &appstudio.Environment{}); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -300,13 +297,29 @@ func (r *Reconciler) validate(ctx context.Context, run *appstudio.PromotionRun, 
 	return nil
 }
 
+func (r *Reconciler) validateSnapshot(ctx context.Context, run *appstudio.PromotionRun) error {
+	snap := &appstudio.Snapshot{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.Snapshot}, snap); err != nil {
+		if apierrors.IsNotFound(err) {
+			return errcond.New("SnapshotNotFound", fmt.Sprintf("Snapshot %q does not exist", run.Spec.Snapshot))
+		}
+		return err
+	}
+	if snap.Spec.Application != run.Spec.Application {
+		return errcond.New("InvalidSnapshot", fmt.Sprintf("Snapshot %q belongs to application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
+	}
+	return nil
+}
+
 // GeneratedBindingName is the name of the binding a promotion creates when there is none.
 func GeneratedBindingName(application, environment string) string {
 	return application + "-" + environment + "-generated-binding"
 }
 
-// pointBinding makes the (application, environment) binding deploy the run's snapshot.
-func (r *Reconciler) pointBinding(ctx context.Context, run *appstudio.PromotionRun, env string) (*appstudio.SnapshotEnvironmentBinding, error) {
+// pointBinding returns the (application, environment) binding, creating it at the run's
+// snapshot when there is none; repoint moves an existing binding to the snapshot (done once,
+// when the step starts, so that a user's later change is not fought over).
+func (r *Reconciler) pointBinding(ctx context.Context, run *appstudio.PromotionRun, env string, repoint bool) (*appstudio.SnapshotEnvironmentBinding, error) {
 	list := &appstudio.SnapshotEnvironmentBindingList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(run.Namespace), client.MatchingFields{ApplicationIndex: run.Spec.Application}); err != nil {
 		return nil, err
@@ -331,7 +344,7 @@ func (r *Reconciler) pointBinding(ctx context.Context, run *appstudio.PromotionR
 		return b, nil
 	case 1:
 		b := &found[0]
-		if b.Spec.Snapshot != run.Spec.Snapshot && run.Status.State == appstudio.PromotionRunStateWaiting {
+		if b.Spec.Snapshot != run.Spec.Snapshot && repoint {
 			b.Spec.Snapshot = run.Spec.Snapshot
 			if err := r.Client.Update(ctx, b); err != nil {
 				return nil, err
