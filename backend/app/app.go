@@ -25,6 +25,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/managedenv"
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
+	"github.com/gitops-service/gitops-service/backend/internal/repocred"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/syncrun"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
@@ -41,6 +42,9 @@ type Options struct {
 	EnableWebhooks          bool
 	MaxConcurrentReconciles int
 	OperationGCSeconds      int
+	// RepositoryCABundle holds extra PEM certificate authorities trusted when validating
+	// https:// repository credentials (not a flag; nil trusts the system's only).
+	RepositoryCABundle []byte
 }
 
 // BindFlags registers the options on fs.
@@ -115,6 +119,14 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		Recorder: mgr.GetEventRecorderFor("gitopsdeploymentmanagedenvironment-controller"),
 	}
 	if err := environments.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	repositoryCredentials := &repocred.Reconciler{
+		Client: mgr.GetClient(), DB: database, Store: store, Tenancy: resolver, Signal: signaller,
+		Recorder: mgr.GetEventRecorderFor("gitopsdeploymentrepositorycredential-controller"),
+		CABundle: o.RepositoryCABundle,
+	}
+	if err := repositoryCredentials.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
 	listener := &notify.Listener{

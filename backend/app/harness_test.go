@@ -43,8 +43,9 @@ type harness struct {
 	engine string // engine (Argo CD) namespace
 }
 
-// startBackend runs the backend's controllers in-process until the test ends.
-func startBackend(t *testing.T) *harness {
+// startBackend runs the backend's controllers in-process until the test ends; mutate
+// adjusts its options.
+func startBackend(t *testing.T, mutate ...func(*app.Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, g: NewWithT(t), ctx: context.Background()}
 	cfg := dbtest.NewConfig(t)
@@ -60,6 +61,9 @@ func startBackend(t *testing.T) *harness {
 		MaxConcurrentReconciles: 2,
 		OperationGCSeconds:      60,
 		KeysFile:                keyring.file,
+	}
+	for _, m := range mutate {
+		m(opts)
 	}
 	cp.RunManager(t, []string{h.tenant, h.engine}, opts.Setup)
 	return h

@@ -1,0 +1,313 @@
+// Package repocred reconciles GitOpsDeploymentRepositoryCredentials: it checks the
+// credentials Secret, proves the URL and credentials against the Git server, stores them
+// encrypted, adds the repository to the tenant's AppProject, and signals the cluster-agent
+// to write Argo CD's repository Secret. Its conditions ErrorOccurred, ValidRepositoryUrl and
+// ValidRepositoryCredential say what went wrong, if anything.
+package repocred
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+)
+
+// SecretIndex indexes RepositoryCredentials by spec.secret.
+const SecretIndex = "spec.secret"
+
+// RevalidateInterval is how often valid credentials are checked again against the server
+// (tokens expire and keys are revoked without the CR or Secret changing).
+const RevalidateInterval = 5 * time.Minute
+
+// Store is the part of the database the controller uses.
+type Store interface {
+	CreateRepositoryCredential(ctx context.Context, idb bun.IDB, c *db.RepositoryCredential) error
+	GetRepositoryCredential(ctx context.Context, idb bun.IDB, tenantID, id string) (*db.RepositoryCredential, error)
+	UpdateRepositoryCredential(ctx context.Context, idb bun.IDB, c *db.RepositoryCredential) error
+	DeleteRepositoryCredential(ctx context.Context, idb bun.IDB, tenantID, id string) error
+	AddAppProjectRepository(ctx context.Context, idb bun.IDB, tenantID, repositoryURL string) (bool, error)
+	GetOrCreateAPICRMapping(ctx context.Context, idb bun.IDB, m *db.APICRMapping) (*db.APICRMapping, error)
+	GetAPICRMapping(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, uid string) (*db.APICRMapping, error)
+	ListAPICRMappingsByName(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, name string) ([]db.APICRMapping, error)
+	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
+}
+
+// Reconciler reconciles GitOpsDeploymentRepositoryCredentials.
+type Reconciler struct {
+	Client   client.Client
+	DB       *bun.DB
+	Store    Store
+	Tenancy  *tenancy.Resolver
+	Signal   *signal.Signaller
+	Recorder record.EventRecorder
+	// CABundle, when not nil, holds PEM certificates trusted (besides the system's) when
+	// validating https:// repositories.
+	CABundle []byte
+}
+
+// SetupWithManager registers the controller; a change of a referenced Secret re-reconciles
+// the credentials that use it.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeploymentRepositoryCredential{}, SecretIndex, func(o client.Object) []string {
+		return []string{o.(*v1.GitOpsDeploymentRepositoryCredential).Spec.Secret}
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.GitOpsDeploymentRepositoryCredential{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.credentialsUsing)).
+		Named("gitopsdeploymentrepositorycredential").
+		Complete(r)
+}
+
+func (r *Reconciler) credentialsUsing(ctx context.Context, o client.Object) []reconcile.Request {
+	creds := &v1.GitOpsDeploymentRepositoryCredentialList{}
+	if err := r.Client.List(ctx, creds, client.InNamespace(o.GetNamespace()), client.MatchingFields{SecretIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(creds.Items))
+	for _, c := range creds.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+	}
+	return reqs
+}
+
+// Reconcile validates and stores a RepositoryCredential, or removes what is left of a
+// deleted one.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cred := &v1.GitOpsDeploymentRepositoryCredential{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cred); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.remove(ctx, req.Namespace, req.Name, "")
+	}
+	if !cred.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	before := cred.Status.DeepCopy()
+	conds := &cred.Status.Conditions
+	gen := cred.Generation
+	set := func(typ string, status metav1.ConditionStatus, reason, message string) bool {
+		return meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: gen})
+	}
+	result := ctrl.Result{}
+	err := r.connect(ctx, cred)
+	var p *Problem
+	errorChanged := false
+	switch {
+	case errors.As(err, &p):
+		errorChanged = set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionTrue, v1.RepositoryCredentialReasonErrorOccurred, p.Message)
+		set(p.Condition, metav1.ConditionFalse, p.Reason, p.Message)
+		// The other property could not be checked: its state is unknown.
+		other := v1.RepositoryCredentialConditionValidRepositoryUrl
+		if p.Condition == other {
+			other = v1.RepositoryCredentialConditionValidRepositoryCredential
+		}
+		meta.RemoveStatusCondition(conds, other)
+		if p.Reason == v1.RepositoryCredentialReasonInvalidCredentials || p.Reason == v1.RepositoryCredentialReasonInvalidRepositoryUrl {
+			// The server's answer may change without the CR or Secret changing.
+			result.RequeueAfter = RevalidateInterval
+		}
+		err = nil // the user's to fix; a change of the credential or its Secret retries
+	case err != nil:
+		ctrl.LoggerFrom(ctx).Error(err, "storing repository credential")
+		errorChanged = set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionTrue, v1.RepositoryCredentialReasonErrorOccurred,
+			"An internal error occurred while storing the credentials; the service retries automatically.")
+	default:
+		errorChanged = set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionFalse, v1.RepositoryCredentialReasonErrorOccurredResolved, "")
+		set(v1.RepositoryCredentialConditionValidRepositoryUrl, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidRepositoryUrl,
+			"The repository exists and is reachable.")
+		set(v1.RepositoryCredentialConditionValidRepositoryCredential, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidCredentials,
+			"The credentials give access to the repository.")
+		result.RequeueAfter = RevalidateInterval
+	}
+	if errorChanged && r.Recorder != nil {
+		c := meta.FindStatusCondition(*conds, v1.RepositoryCredentialConditionErrorOccurred)
+		if c.Status == metav1.ConditionTrue {
+			r.Recorder.Event(cred, corev1.EventTypeWarning, c.Reason, c.Message)
+		} else {
+			r.Recorder.Event(cred, corev1.EventTypeNormal, v1.RepositoryCredentialReasonValidCredentials, "The credentials give access to the repository.")
+		}
+	}
+	cred.Status.ObservedGeneration = cred.Generation
+	if !equality.Semantic.DeepEqual(before, &cred.Status) {
+		orig := cred.DeepCopy()
+		orig.Status = *before
+		if perr := r.Client.Status().Patch(ctx, cred, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
+			err = errors.Join(err, fmt.Errorf("patching status: %w", perr))
+		}
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return result, nil
+}
+
+// connect validates the credentials and stores them; unchanged credentials write nothing.
+func (r *Reconciler) connect(ctx context.Context, cred *v1.GitOpsDeploymentRepositoryCredential) error {
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cred.Namespace, Name: cred.Spec.Secret}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonSecretNotFound,
+				"Secret %q (spec.secret) does not exist in namespace %q", cred.Spec.Secret, cred.Namespace)
+		}
+		return err
+	}
+	creds, err := Resolve(cred, secret)
+	if err != nil {
+		return err
+	}
+	if err := Verify(ctx, cred.Spec.Repository, creds, r.CABundle); err != nil {
+		return err
+	}
+	var (
+		engine *db.EngineInstance
+		ops    []*db.Operation
+	)
+	err = r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		tenant, err := r.Tenancy.Tenant(ctx, tx, cred.Namespace)
+		if err != nil {
+			return err
+		}
+		if engine, err = r.Tenancy.EngineInstance(ctx, tx, tenant); err != nil {
+			return err
+		}
+		row := &db.RepositoryCredential{
+			TenantID: tenant.ID, EngineInstanceID: engine.ID, RepositoryURL: cred.Spec.Repository,
+			Username: db.Secret(creds.Username), Password: db.Secret(creds.Password), SSHPrivateKey: db.Secret(creds.SSHPrivateKey),
+		}
+		changed, err := r.store(ctx, tx, cred, row)
+		if err != nil {
+			return err
+		}
+		if changed {
+			op, err := r.Signal.Row(ctx, tx, engine, tenant.ID, db.OperationResourceRepositoryCredential, row.ID)
+			if err != nil {
+				return err
+			}
+			ops = append(ops, op)
+		}
+		// The tenant may deploy from the repository.
+		added, err := r.Store.AddAppProjectRepository(ctx, tx, tenant.ID, cred.Spec.Repository)
+		if err != nil || !added {
+			return err
+		}
+		op, err := r.Signal.Row(ctx, tx, engine, tenant.ID, db.OperationResourceAppProject, tenant.ID)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, op)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if err := r.Signal.CR(ctx, engine, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// store writes the credential's row (filling in row.ID), reporting whether it changed.
+func (r *Reconciler) store(ctx context.Context, tx bun.IDB, cred *v1.GitOpsDeploymentRepositoryCredential, row *db.RepositoryCredential) (bool, error) {
+	mapping, err := r.Store.GetAPICRMapping(ctx, tx, row.TenantID, db.APIResourceRepositoryCredential, string(cred.UID))
+	if errors.Is(err, db.ErrNotFound) {
+		if err := r.Store.CreateRepositoryCredential(ctx, tx, row); err != nil {
+			return false, err
+		}
+		_, err := r.Store.GetOrCreateAPICRMapping(ctx, tx, &db.APICRMapping{
+			APIResourceType: db.APIResourceRepositoryCredential, APIResourceUID: string(cred.UID),
+			APIResourceName: cred.Name, APIResourceNamespace: cred.Namespace,
+			TenantID: row.TenantID, RepositoryCredentialID: row.ID,
+		})
+		return true, err
+	}
+	if err != nil {
+		return false, err
+	}
+	row.ID = mapping.TargetID()
+	stored, err := r.Store.GetRepositoryCredential(ctx, tx, row.TenantID, row.ID)
+	if err != nil {
+		return false, err
+	}
+	if sameCredential(stored, row) {
+		return false, nil
+	}
+	return true, r.Store.UpdateRepositoryCredential(ctx, tx, row)
+}
+
+func sameCredential(a, b *db.RepositoryCredential) bool {
+	return a.EngineInstanceID == b.EngineInstanceID && a.RepositoryURL == b.RepositoryURL &&
+		a.Username == b.Username && a.Password == b.Password && a.SSHPrivateKey == b.SSHPrivateKey
+}
+
+// remove deletes the rows of every credential called name in namespace except keepUID,
+// and signals the cluster-agent to delete their repository Secrets.
+func (r *Reconciler) remove(ctx context.Context, namespace, name, keepUID string) error {
+	tenant, err := r.Tenancy.ExistingTenant(ctx, r.DB, namespace)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var ops []*db.Operation
+	err = r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		mappings, err := r.Store.ListAPICRMappingsByName(ctx, tx, tenant.ID, db.APIResourceRepositoryCredential, name)
+		if err != nil {
+			return err
+		}
+		for _, m := range mappings {
+			if m.APIResourceUID == keepUID {
+				continue
+			}
+			// The mapping goes with the credential's row.
+			if err := r.Store.DeleteRepositoryCredential(ctx, tx, tenant.ID, m.TargetID()); err != nil && !errors.Is(err, db.ErrNotFound) {
+				return err
+			}
+			if tenant.EngineInstanceID == "" {
+				continue
+			}
+			op, err := r.Signal.Row(ctx, tx, &db.EngineInstance{ID: tenant.EngineInstanceID}, tenant.ID, db.OperationResourceRepositoryCredential, m.TargetID())
+			if err != nil {
+				return err
+			}
+			ops = append(ops, op)
+		}
+		return nil
+	})
+	if err != nil || len(ops) == 0 {
+		return err
+	}
+	engine, err := r.Store.GetEngineInstance(ctx, r.DB, tenant.EngineInstanceID)
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if err := r.Signal.CR(ctx, engine, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}

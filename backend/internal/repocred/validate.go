@@ -1,0 +1,146 @@
+package repocred
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/memory"
+	stdssh "golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+)
+
+// validationTimeout bounds one remote listing.
+const validationTimeout = 30 * time.Second
+
+// Problem is a problem the user has to fix: which condition it makes False, why, and a
+// message that never contains the credentials.
+type Problem struct {
+	Condition string // v1.RepositoryCredentialCondition*
+	Reason    string
+	Message   string
+}
+
+func (p *Problem) Error() string { return p.Message }
+
+func problem(condition, reason, format string, args ...any) *Problem {
+	return &Problem{Condition: condition, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Credentials are the credentials read from a repository credential Secret.
+type Credentials struct {
+	Username, Password, SSHPrivateKey []byte
+}
+
+// Resolve reads the credentials from secret, or reports what is wrong with it.
+func Resolve(cred *v1.GitOpsDeploymentRepositoryCredential, secret *corev1.Secret) (*Credentials, error) {
+	if secret.Type != v1.RepositoryCredentialSecretType {
+		return nil, problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonSecretInvalidType,
+			"Secret %q (spec.secret) must be of type %q, not %q", secret.Name, v1.RepositoryCredentialSecretType, secret.Type)
+	}
+	c := &Credentials{
+		Username:      secret.Data[v1.RepositoryCredentialSecretUsernameKey],
+		Password:      secret.Data[v1.RepositoryCredentialSecretPasswordKey],
+		SSHPrivateKey: secret.Data[v1.RepositoryCredentialSecretSSHPrivateKeyKey],
+	}
+	ssh := strings.HasPrefix(cred.Spec.Repository, "ssh://")
+	switch {
+	case ssh && len(c.SSHPrivateKey) == 0:
+		return nil, problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonSecretInvalidType,
+			"Secret %q (spec.secret) has no %q key, which an ssh:// repository needs", secret.Name, v1.RepositoryCredentialSecretSSHPrivateKeyKey)
+	case !ssh && (len(c.Username) == 0 || len(c.Password) == 0):
+		return nil, problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonSecretInvalidType,
+			"Secret %q (spec.secret) must have non-empty %q and %q keys for an https:// repository", secret.Name,
+			v1.RepositoryCredentialSecretUsernameKey, v1.RepositoryCredentialSecretPasswordKey)
+	}
+	if ssh {
+		c.Username, c.Password = nil, nil
+	} else {
+		c.SSHPrivateKey = nil
+	}
+	return c, nil
+}
+
+// Verify lists the references of repository with creds, proving that the URL points at a
+// Git repository and that the credentials give access to it. caBundle, when not nil, adds
+// trusted certificate authorities for https:// repositories.
+func Verify(ctx context.Context, repository string, creds *Credentials, caBundle []byte) error {
+	u, err := url.Parse(repository)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "ssh") {
+		return problem(v1.RepositoryCredentialConditionValidRepositoryUrl, v1.RepositoryCredentialReasonInvalidRepositoryUrl,
+			"spec.repository must be an https:// or ssh:// URL with a host")
+	}
+	if _, hasPassword := u.User.Password(); hasPassword {
+		return problem(v1.RepositoryCredentialConditionValidRepositoryUrl, v1.RepositoryCredentialReasonInvalidRepositoryUrl,
+			"spec.repository must not contain a password; put it in the Secret")
+	}
+	var auth transport.AuthMethod
+	if u.Scheme == "ssh" {
+		user := "git"
+		if u.User != nil && u.User.Username() != "" {
+			user = u.User.Username()
+		}
+		keys, err := gitssh.NewPublicKeys(user, creds.SSHPrivateKey, "")
+		if err != nil {
+			return problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonInvalidCredentials,
+				"the %q key of the Secret is not a usable, unencrypted SSH private key", v1.RepositoryCredentialSecretSSHPrivateKeyKey)
+		}
+		// Public-key authentication does not reveal the key to the server, and Argo CD checks
+		// host keys itself when it clones; this listing only proves the key is accepted.
+		keys.HostKeyCallback = stdssh.InsecureIgnoreHostKey()
+		auth = keys
+	} else {
+		auth = &githttp.BasicAuth{Username: string(creds.Username), Password: string(creds.Password)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, validationTimeout)
+	defer cancel()
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{repository}})
+	_, err = remote.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: caBundle})
+	switch {
+	case err == nil, errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return nil
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		isSSHAuthFailure(err):
+		return problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonInvalidCredentials,
+			"the repository %s refused the credentials in the Secret", u.Redacted())
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return problem(v1.RepositoryCredentialConditionValidRepositoryUrl, v1.RepositoryCredentialReasonInvalidRepositoryUrl,
+			"repository %s was not found", u.Redacted())
+	default:
+		return problem(v1.RepositoryCredentialConditionValidRepositoryUrl, v1.RepositoryCredentialReasonInvalidRepositoryUrl,
+			"repository %s could not be reached: %s", u.Redacted(), redact(cause(err), creds))
+	}
+}
+
+func isSSHAuthFailure(err error) bool {
+	return strings.Contains(err.Error(), "unable to authenticate")
+}
+
+// cause drops the URL that a *url.Error repeats.
+func cause(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// redact removes the credentials from msg, in case a transport echoed them.
+func redact(msg string, creds *Credentials) string {
+	for _, s := range [][]byte{creds.Password, creds.SSHPrivateKey} {
+		if len(s) > 0 {
+			msg = strings.ReplaceAll(msg, string(s), "***")
+		}
+	}
+	return msg
+}
