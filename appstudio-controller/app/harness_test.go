@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,8 +58,6 @@ func start(t *testing.T, mutate ...func(*app.Options)) *harness {
 	return h
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func (h *harness) key(name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: h.ns, Name: name}
 }
@@ -91,18 +87,4 @@ func (h *harness) gone(o client.Object) func() bool {
 		err := h.c.Get(h.ctx, client.ObjectKeyFromObject(o), o)
 		return client.IgnoreNotFound(err) == nil && err != nil
 	}
-}
-
-// testLogger logs through t until the test ends (the manager logs a little after that).
-func testLogger(t *testing.T) logr.Logger {
-	var mu sync.Mutex
-	done := false
-	t.Cleanup(func() { mu.Lock(); done = true; mu.Unlock() })
-	return funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !done {
-			t.Log(prefix, args)
-		}
-	}, funcr.Options{})
 }
