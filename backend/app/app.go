@@ -93,7 +93,7 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 
 func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, database *bun.DB, store *db.Store, log logr.Logger) error {
 	resolver := &tenancy.Resolver{Store: store, Placer: tenancy.FirstActive{}, Namespaces: mgr.GetClient()}
-	signaller := &signal.Signaller{Store: store, Client: mgr.GetClient(), GCExpirationSeconds: o.OperationGCSeconds}
+	signaller := &signal.Signaller{DB: database, Store: store, Client: mgr.GetClient(), GCExpirationSeconds: o.OperationGCSeconds}
 	router := events.NewRouter(mgr.GetClient(), database, store, log.WithName("events"),
 		func() client.ObjectList { return &v1.GitOpsDeploymentList{} },
 		func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} })

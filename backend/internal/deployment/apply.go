@@ -103,24 +103,7 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 	if err != nil {
 		return tenant, err
 	}
-	return tenant, r.signalAll(ctx, engine, ops)
-}
-
-// signalAll creates the CRs of ops, each in its own engine instance's namespace.
-func (r *Reconciler) signalAll(ctx context.Context, engine *db.EngineInstance, ops []*db.Operation) error {
-	for _, op := range ops {
-		target := engine
-		if op.EngineInstanceID != engine.ID {
-			var err error
-			if target, err = r.Store.GetEngineInstance(ctx, r.DB, op.EngineInstanceID); err != nil {
-				return err
-			}
-		}
-		if err := r.Signal.CR(ctx, target, op); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tenant, r.Signal.CRs(ctx, ops...)
 }
 
 func containsOp(ops []*db.Operation, id string) bool {
@@ -185,14 +168,10 @@ func (r *Reconciler) removeByName(ctx context.Context, namespace, name, keepUID 
 		ops, err = r.removeIncarnations(ctx, tx, tenant, name, keepUID)
 		return err
 	})
-	if err != nil || len(ops) == 0 {
-		return err
-	}
-	engine, err := r.Store.GetEngineInstance(ctx, r.DB, ops[0].EngineInstanceID)
 	if err != nil {
 		return err
 	}
-	return r.signalAll(ctx, engine, ops)
+	return r.Signal.CRs(ctx, ops...)
 }
 
 // removeIncarnations deletes, inside tx, the applications of the tenant's GitOpsDeployments

@@ -44,7 +44,6 @@ type Store interface {
 	GetApplicationState(ctx context.Context, idb bun.IDB, tenantID, applicationID string) (*db.ApplicationState, error)
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
 	GetAPICRMapping(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, uid string) (*db.APICRMapping, error)
-	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
 }
 
 // Reconciler reconciles GitOpsDeployments.

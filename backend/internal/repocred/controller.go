@@ -26,6 +26,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 )
@@ -47,7 +48,6 @@ type Store interface {
 	GetOrCreateAPICRMapping(ctx context.Context, idb bun.IDB, m *db.APICRMapping) (*db.APICRMapping, error)
 	GetAPICRMapping(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, uid string) (*db.APICRMapping, error)
 	ListAPICRMappingsByName(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, name string) ([]db.APICRMapping, error)
-	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
 }
 
 // Reconciler reconciles GitOpsDeploymentRepositoryCredentials.
@@ -221,12 +221,7 @@ func (r *Reconciler) connect(ctx context.Context, cred *v1.GitOpsDeploymentRepos
 	if err != nil {
 		return err
 	}
-	for _, op := range ops {
-		if err := r.Signal.CR(ctx, engine, op); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.Signal.CRs(ctx, ops...)
 }
 
 // store writes the credential's row (filling in row.ID), reporting whether it changed.
@@ -262,52 +257,9 @@ func sameCredential(a, b *db.RepositoryCredential) bool {
 		a.Username == b.Username && a.Password == b.Password && a.SSHPrivateKey == b.SSHPrivateKey
 }
 
-// remove deletes the rows of every credential called name in namespace except keepUID,
-// and signals the cluster-agent to delete their repository Secrets.
+// remove deletes what is left of the CRs called name in namespace except keepUID.
 func (r *Reconciler) remove(ctx context.Context, namespace, name, keepUID string) error {
-	tenant, err := r.Tenancy.ExistingTenant(ctx, r.DB, namespace)
-	if errors.Is(err, db.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var ops []*db.Operation
-	err = r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		mappings, err := r.Store.ListAPICRMappingsByName(ctx, tx, tenant.ID, db.APIResourceRepositoryCredential, name)
-		if err != nil {
-			return err
-		}
-		for _, m := range mappings {
-			if m.APIResourceUID == keepUID {
-				continue
-			}
-			// The mapping goes with the credential's row.
-			if err := r.Store.DeleteRepositoryCredential(ctx, tx, tenant.ID, m.TargetID()); err != nil && !errors.Is(err, db.ErrNotFound) {
-				return err
-			}
-			if tenant.EngineInstanceID == "" {
-				continue
-			}
-			op, err := r.Signal.Row(ctx, tx, &db.EngineInstance{ID: tenant.EngineInstanceID}, tenant.ID, db.OperationResourceRepositoryCredential, m.TargetID())
-			if err != nil {
-				return err
-			}
-			ops = append(ops, op)
-		}
-		return nil
-	})
-	if err != nil || len(ops) == 0 {
-		return err
-	}
-	engine, err := r.Store.GetEngineInstance(ctx, r.DB, tenant.EngineInstanceID)
-	if err != nil {
-		return err
-	}
-	for _, op := range ops {
-		if err := r.Signal.CR(ctx, engine, op); err != nil {
-			return err
-		}
-	}
-	return nil
+	remover := &mapping.Remover{DB: r.DB, Store: r.Store, Tenancy: r.Tenancy, Signal: r.Signal,
+		Kind: db.APIResourceRepositoryCredential, ResourceType: db.OperationResourceRepositoryCredential, DeleteRow: r.Store.DeleteRepositoryCredential}
+	return remover.Remove(ctx, namespace, name, keepUID)
 }

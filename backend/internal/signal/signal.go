@@ -19,10 +19,12 @@ import (
 // OperationStore is the part of the database the signaller uses.
 type OperationStore interface {
 	CreateOperation(ctx context.Context, idb bun.IDB, op *db.Operation) error
+	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
 }
 
 // Signaller creates Operations.
 type Signaller struct {
+	DB     bun.IDB
 	Store  OperationStore
 	Client client.Client
 	// GCExpirationSeconds is how long finished operations are kept.
@@ -45,6 +47,26 @@ func (s *Signaller) Row(ctx context.Context, idb bun.IDB, engine *db.EngineInsta
 		return nil, fmt.Errorf("creating %s operation: %w", resourceType, err)
 	}
 	return op, nil
+}
+
+// CRs creates the Operation CRs of ops (after the transaction that wrote them committed),
+// each in the namespace of its own engine instance.
+func (s *Signaller) CRs(ctx context.Context, ops ...*db.Operation) error {
+	engines := map[string]*db.EngineInstance{}
+	for _, op := range ops {
+		engine, ok := engines[op.EngineInstanceID]
+		if !ok {
+			var err error
+			if engine, err = s.Store.GetEngineInstance(ctx, s.DB, op.EngineInstanceID); err != nil {
+				return err
+			}
+			engines[op.EngineInstanceID] = engine
+		}
+		if err := s.CR(ctx, engine, op); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CR creates the Operation CR of op in the engine instance's namespace. It is idempotent, so

@@ -48,7 +48,6 @@ type Store interface {
 	ListAPICRMappingsByName(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, name string) ([]db.APICRMapping, error)
 	DeleteAPICRMapping(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, uid string) error
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
-	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
 }
 
 // Reconciler reconciles GitOpsDeploymentSyncRuns.
@@ -190,7 +189,7 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun)
 	if r.Recorder != nil {
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, "SyncRequested", "Sync of GitOpsDeployment %s to %q requested", depl.Name, revision)
 	}
-	return depl, r.signal(ctx, op)
+	return depl, r.Signal.CRs(ctx, op)
 }
 
 // ensureSignalled creates the CR of a waiting operation whose CR an earlier reconcile did
@@ -202,20 +201,12 @@ func (r *Reconciler) ensureSignalled(ctx context.Context, syncOpID string) error
 	}
 	for i := range ops {
 		if ops[i].State == db.OperationWaiting {
-			if err := r.signal(ctx, &ops[i]); err != nil {
+			if err := r.Signal.CRs(ctx, &ops[i]); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-func (r *Reconciler) signal(ctx context.Context, op *db.Operation) error {
-	engine, err := r.Store.GetEngineInstance(ctx, r.DB, op.EngineInstanceID)
-	if err != nil {
-		return err
-	}
-	return r.Signal.CR(ctx, engine, op)
 }
 
 // followDeployment copies the deployment's health and sync status, and reports the outcome
@@ -288,7 +279,7 @@ func (r *Reconciler) terminate(ctx context.Context, namespace, name string) erro
 			return err
 		}
 		if op != nil {
-			if err := r.signal(ctx, op); err != nil {
+			if err := r.Signal.CRs(ctx, op); err != nil {
 				return err
 			}
 		}
