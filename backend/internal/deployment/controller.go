@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -31,6 +30,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
 
 // Store is the part of the database the controller uses.
@@ -73,7 +73,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeployment{}, builder.WithPredicates(specOrLifecycleChanged{})).
 		// An environment connecting, changing or going away changes its deployments.
-		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsTo)).
+		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentList{} }, EnvironmentIndex))).
 		WatchesRawSource(r.Queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("gitopsdeployment").
@@ -82,18 +82,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 
 // EnvironmentIndex indexes GitOpsDeployments by spec.destination.environment.
 const EnvironmentIndex = "spec.destination.environment"
-
-func (r *Reconciler) deploymentsTo(ctx context.Context, env client.Object) []reconcile.Request {
-	list := &v1.GitOpsDeploymentList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(env.GetNamespace()), client.MatchingFields{EnvironmentIndex: env.GetName()}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, d := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: d.Namespace, Name: d.Name}})
-	}
-	return reqs
-}
 
 // Reconcile makes the rows match the GitOpsDeployment and its status match the rows.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -10,9 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/uptrace/bun"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
+	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
 
 // UIDIndex is the cache field index, on GitOpsDeployments and SyncRuns, of metadata.uid.
@@ -138,31 +137,10 @@ func (r *Router) enqueueAll(ctx context.Context, list client.ObjectList, q *Queu
 }
 
 func enqueueItems(list client.ObjectList, q *Queue, filter func(metav1.Object) bool) {
-	items, err := metaItems(list)
-	if err != nil {
-		return
-	}
-	for _, o := range items {
-		if filter != nil && !filter(o) {
-			continue
-		}
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
+	for _, req := range watches.Requests(list, filter) {
+		q.Add(req)
 	}
 }
 
 // IndexUID is the indexer function of UIDIndex.
 func IndexUID(o client.Object) []string { return []string{string(o.GetUID())} }
-
-func metaItems(list client.ObjectList) ([]metav1.Object, error) {
-	objs, err := meta.ExtractList(list)
-	if err != nil {
-		return nil, err
-	}
-	items := make([]metav1.Object, 0, len(objs))
-	for _, o := range objs {
-		if m, ok := o.(metav1.Object); ok {
-			items = append(items, m)
-		}
-	}
-	return items, nil
-}

@@ -17,18 +17,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
 
 // SecretIndex indexes RepositoryCredentials by spec.secret.
@@ -73,21 +72,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentRepositoryCredential{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.credentialsUsing)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentRepositoryCredentialList{} }, SecretIndex))).
 		Named("gitopsdeploymentrepositorycredential").
 		Complete(r)
-}
-
-func (r *Reconciler) credentialsUsing(ctx context.Context, o client.Object) []reconcile.Request {
-	creds := &v1.GitOpsDeploymentRepositoryCredentialList{}
-	if err := r.Client.List(ctx, creds, client.InNamespace(o.GetNamespace()), client.MatchingFields{SecretIndex: o.GetName()}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(creds.Items))
-	for _, c := range creds.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
-	}
-	return reqs
 }
 
 // Reconcile validates and stores a RepositoryCredential, or removes what is left of a

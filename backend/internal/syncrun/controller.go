@@ -13,13 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
@@ -27,6 +25,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
 
 // DeploymentNameIndex indexes SyncRuns by spec.gitopsDeploymentName.
@@ -78,23 +77,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentSyncRun{}).
-		Watches(&v1.GitOpsDeployment{}, handler.EnqueueRequestsFromMapFunc(r.syncRunsOf)).
+		Watches(&v1.GitOpsDeployment{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} }, DeploymentNameIndex))).
 		WatchesRawSource(r.Queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("gitopsdeploymentsyncrun").
 		Complete(r)
-}
-
-func (r *Reconciler) syncRunsOf(ctx context.Context, o client.Object) []reconcile.Request {
-	runs := &v1.GitOpsDeploymentSyncRunList{}
-	if err := r.Client.List(ctx, runs, client.InNamespace(o.GetNamespace()), client.MatchingFields{DeploymentNameIndex: o.GetName()}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(runs.Items))
-	for _, run := range runs.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: run.Namespace, Name: run.Name}})
-	}
-	return reqs
 }
 
 // Reconcile starts the sync of a SyncRun once, and keeps its status current.
