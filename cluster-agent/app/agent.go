@@ -121,7 +121,7 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		},
 		db.OperationResourceAppProject: projects,
 		db.OperationResourceSyncOperation: &syncop.Handler{
-			Client: c, DB: bdb, Store: store, Identity: id, PollInterval: opts.SyncPollInterval,
+			Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, PollInterval: opts.SyncPollInterval,
 		},
 		db.OperationResourceManagedEnvironment:   &credsecret.Clusters{Client: c, DB: bdb, Store: store, Identity: id},
 		db.OperationResourceRepositoryCredential: &credsecret.Repositories{Client: c, DB: bdb, Store: store, Identity: id},

@@ -49,10 +49,13 @@ type Store interface {
 // which is the SyncRun's UID).
 type Handler struct {
 	// Client reads Argo CD Applications from the manager's cache and patches them.
-	Client   client.Client
-	DB       bun.IDB
-	Store    Store
-	Identity engine.Identity
+	Client client.Client
+	// APIReader reads from the API server directly: an Application the agent has just
+	// created may not be in the cache yet.
+	APIReader client.Reader
+	DB        bun.IDB
+	Store     Store
+	Identity  engine.Identity
 	// PollInterval is how often a sync waiting for a running operation looks again.
 	PollInterval time.Duration
 }
@@ -85,7 +88,11 @@ func (h *Handler) Handle(ctx context.Context, t operation.Target) (operation.Out
 	}
 
 	app := &argov1alpha1.Application{}
-	err = h.Client.Get(ctx, client.ObjectKey{Namespace: h.Identity.Namespace, Name: row.Name}, app)
+	key := client.ObjectKey{Namespace: h.Identity.Namespace, Name: row.Name}
+	err = h.Client.Get(ctx, key, app)
+	if apierrors.IsNotFound(err) && h.APIReader != nil {
+		err = h.APIReader.Get(ctx, key, app)
+	}
 	if apierrors.IsNotFound(err) {
 		pending, err := h.applicationPending(ctx, row.ID)
 		if err != nil {
