@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the third-party binaries that tests and the local stack run (kube-apiserver,
-# kube-controller-manager, etcd, later Argo CD) from Go modules, one at a time, and caches
+# kube-controller-manager, etcd, Argo CD) from Go modules, one at a time, and caches
 # them in a directory keyed by the wrapper module's go.sum and the Go version. A cached
 # build is reused as is; delete the cache directory to force a rebuild.
 #
-# Usage: hack/build-binaries.sh [kube|etcd|all]   (default: all)
-#        hack/build-binaries.sh --assets-dir        print the envtest assets directory
+# Usage: hack/build-binaries.sh [kube|etcd|argocd|all]   (default: all)
+#        hack/build-binaries.sh --assets-dir               print the envtest assets directory
+#        hack/build-binaries.sh --argocd-dir               print the Argo CD directory
 # Progress goes to stderr. After building, $cache/envtest-assets holds links to kube-apiserver,
-# kube-controller-manager and etcd: point KUBEBUILDER_ASSETS at it (the Makefile does).
+# kube-controller-manager and etcd: point KUBEBUILDER_ASSETS at it (the Makefile does), and
+# $cache/argocd holds the Argo CD binary under each of its role names (ARGOCD_BIN_DIR).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,6 +55,7 @@ kube_ldflags() {
 
 build_kube() { build kube hack/kube-binaries "$(kube_ldflags)" ./cmd/kube-apiserver ./cmd/kube-controller-manager; }
 build_etcd() { build etcd hack/etcd "-s -w" . ; }
+build_argocd() { build argocd hack/argocd "-s -w" . ; }
 
 # link_assets points the envtest assets directory at the current builds.
 link_assets() {
@@ -61,13 +64,23 @@ link_assets() {
   mkdir -p "$assets"
   [ -f "$kube/.complete" ] && ln -sfn "$kube/kube-apiserver" "$assets/kube-apiserver" && ln -sfn "$kube/kube-controller-manager" "$assets/kube-controller-manager"
   [ -f "$etcd/.complete" ] && ln -sfn "$etcd/etcd" "$assets/etcd"
+  local argocd; argocd=$(cache_dir argocd hack/argocd)
+  if [ -f "$argocd/.complete" ]; then
+    # The repo server runs `argocd` as Git's credential helper; the other names pick the role.
+    mkdir -p "$cache_root/argocd"
+    for name in argocd argocd-application-controller argocd-repo-server argocd-git-ask-pass; do
+      ln -sfn "$argocd/argocd" "$cache_root/argocd/$name"
+    done
+  fi
   return 0
 }
 
 case "${1:-all}" in
   --assets-dir) echo "$cache_root/envtest-assets" ;;
+  --argocd-dir) echo "$cache_root/argocd" ;;
   kube) build_kube; link_assets ;;
   etcd) build_etcd; link_assets ;;
-  all) build_etcd; build_kube; link_assets ;;
-  *) echo "usage: $0 [kube|etcd|all] | --assets-dir" >&2; exit 2 ;;
+  argocd) build_argocd; link_assets ;;
+  all) build_etcd; build_kube; build_argocd; link_assets ;;
+  *) echo "usage: $0 [kube|etcd|argocd|all] | --assets-dir | --argocd-dir" >&2; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages that tests and the local stack need, from Debian's packages,
-# when they are missing: PostgreSQL (server + contrib for pg_stat_statements) and git.
+# when they are missing: PostgreSQL (server + contrib for pg_stat_statements), git (the
+# end-to-end Git server and Argo CD's repo server use it) and Redis (Argo CD's cache).
 # Safe to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
@@ -8,6 +9,7 @@ missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql postgresql-contrib)
 ls /usr/lib/postgresql/*/lib/pg_stat_statements.so >/dev/null 2>&1 || missing+=(postgresql-contrib)
 command -v git >/dev/null 2>&1 || missing+=(git)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
@@ -22,3 +24,6 @@ $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 if command -v pg_lsclusters >/dev/null 2>&1; then
   $sudo pg_ctlcluster --force "$(pg_lsclusters -h | awk 'NR==1{print $1}')" main stop 2>/dev/null || true
 fi
+# Likewise Redis: the stack starts its own on a free port.
+if command -v systemctl >/dev/null 2>&1; then $sudo systemctl stop redis-server 2>/dev/null || true; fi
+if command -v service >/dev/null 2>&1; then $sudo service redis-server stop >/dev/null 2>&1 || true; fi

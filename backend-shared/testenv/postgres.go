@@ -73,7 +73,7 @@ func StartPostgres(opts PostgresOptions) (*Postgres, error) {
 		}
 	}
 	if p.Port == 0 {
-		if p.Port, err = freePort(); err != nil {
+		if p.Port, err = FreePort(); err != nil {
 			return nil, p.cleanupAfter(err)
 		}
 	}
@@ -238,7 +238,9 @@ func postgresCredential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-func freePort() (int, error) {
+// FreePort returns a TCP port on 127.0.0.1 that is free now (another process may take it
+// before the caller binds it; the children started here bind at once).
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

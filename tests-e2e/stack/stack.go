@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
+	"github.com/gitops-service/gitops-service/tests-e2e/gitserver"
 )
 
 // Binaries of the service, in start order.
@@ -38,6 +39,11 @@ type Options struct {
 	Args map[string][]string
 	// Progress, if set, is called before each step.
 	Progress func(step string)
+	// ArgoCD starts a real Argo CD (Redis, repo server, application controller) for the
+	// engine instance; without it nothing acts on the Argo CD Applications.
+	ArgoCD bool
+	// GitServerAddr, if set, starts a Git server there ("127.0.0.1:0" for any free port).
+	GitServerAddr string
 }
 
 // Stack is a running service.
@@ -52,6 +58,10 @@ type Stack struct {
 	LogDir      string
 	// MetricsAddr of each binary (127.0.0.1:port).
 	MetricsAddr map[string]string
+	// ArgoCD is the running Argo CD, when Options.ArgoCD was set.
+	ArgoCD *ArgoCD
+	// Git is the running Git server, when Options.GitServerAddr was set.
+	Git *gitserver.Server
 }
 
 // Start builds and starts everything; Stop undoes it, also after a partial start.
@@ -95,12 +105,35 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err := s.ControlPlane.Client.Create(ctx, engineNS); err != nil && !apierrors.IsAlreadyExists(err) {
 		return s, err
 	}
+	if opts.GitServerAddr != "" {
+		progress("starting the Git server")
+		gitDir := filepath.Join(dir, "git")
+		if err := os.RemoveAll(gitDir); err != nil { // repositories of an earlier run
+			return s, err
+		}
+		if s.Git, err = gitserver.Start(gitDir, opts.GitServerAddr); err != nil {
+			return s, err
+		}
+	}
+	if opts.ArgoCD {
+		progress("starting Argo CD (Redis, repo server, application controller)")
+		if err := InstallArgoCD(ctx, s.ControlPlane.Client, EngineNamespace); err != nil {
+			return s, err
+		}
+		if s.ArgoCD, err = StartArgoCD(ctx, ArgoCDOptions{Kubeconfig: s.Kubeconfig, Namespace: EngineNamespace, Dir: s.LogDir}); err != nil {
+			return s, err
+		}
+	}
 	progress("starting PostgreSQL")
 	if s.Postgres, err = testenv.StartPostgres(testenv.PostgresOptions{}); err != nil {
 		return s, err
 	}
 	s.DatabaseURL = s.Postgres.URL("postgres")
 
+	keys, err := writeKeyring(dir)
+	if err != nil {
+		return s, err
+	}
 	for _, name := range binaries {
 		progress("starting " + name)
 		metrics, probes := freeAddr(), freeAddr()
@@ -108,7 +141,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		args := append([]string{
 			"--metrics-bind-address=" + metrics,
 			"--health-probe-bind-address=" + probes,
-		}, defaultArgs(name, s.DatabaseURL)...)
+		}, defaultArgs(name, s.DatabaseURL, keys)...)
 		args = append(args, opts.Args[name]...)
 		p, err := testenv.StartProcessWithEnv(filepath.Join(bins, name), args, filepath.Join(s.LogDir, name+".log"),
 			[]string{"KUBECONFIG=" + s.Kubeconfig})
@@ -124,16 +157,27 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 }
 
 // defaultArgs are the flags a binary needs to run on the stack.
-func defaultArgs(name, databaseURL string) []string {
+func defaultArgs(name, databaseURL, keysFile string) []string {
 	switch name {
 	case "backend", "cluster-agent":
 		return []string{
 			"--database-url=" + databaseURL,
 			"--database-allow-insecure",
 			"--engine-namespace=" + EngineNamespace,
+			"--credentials-keys-file=" + keysFile,
 		}
 	}
 	return nil
+}
+
+// writeKeyring writes a fresh credentials keyring, shared by the backend and the agent.
+func writeKeyring(dir string) (string, error) {
+	key, err := secretbox.GenerateKey()
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "credentials-keys")
+	return file, os.WriteFile(file, []byte(secretbox.FormatKeyLine("local", key)+"\n"), 0o600)
 }
 
 // Stop stops the binaries, PostgreSQL and the control plane.
@@ -141,6 +185,12 @@ func (s *Stack) Stop() error {
 	var errs []error
 	for _, p := range s.Processes {
 		errs = append(errs, p.Stop(10*time.Second))
+	}
+	if s.ArgoCD != nil {
+		errs = append(errs, s.ArgoCD.Stop())
+	}
+	if s.Git != nil {
+		errs = append(errs, s.Git.Stop())
 	}
 	if s.Postgres != nil {
 		errs = append(errs, s.Postgres.Stop())
@@ -178,15 +228,20 @@ func Build(ctx context.Context, dir string, names ...string) error {
 	return nil
 }
 
-// waitReady waits for a binary's readiness probe.
+// waitReady waits for a process's readiness probe (GET /readyz answers 200).
 func waitReady(ctx context.Context, p *testenv.Process, probeAddr string) error {
+	return waitFor(ctx, p, func(ctx context.Context) bool { return ready(ctx, "http://"+probeAddr+"/readyz") })
+}
+
+// waitFor polls ok until it holds, the process exits, or a minute passes.
+func waitFor(ctx context.Context, p *testenv.Process, ok func(context.Context) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	for {
 		if !p.Running() {
 			return fmt.Errorf("exited during start-up:\n%s", p.Tail())
 		}
-		if ready(ctx, "http://"+probeAddr+"/readyz") {
+		if ok(ctx) {
 			return nil
 		}
 		select {
@@ -197,13 +252,13 @@ func waitReady(ctx context.Context, p *testenv.Process, probeAddr string) error 
 	}
 }
 
+// freeAddr is a free 127.0.0.1 address.
 func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testenv.FreePort()
 	if err != nil {
 		return "127.0.0.1:0"
 	}
-	defer func() { _ = l.Close() }()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
 func copyFile(from, to string) error {

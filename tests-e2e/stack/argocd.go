@@ -1,0 +1,201 @@
+package stack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
+)
+
+// ArgoCDOptions configure an Argo CD instance run as local processes.
+type ArgoCDOptions struct {
+	// Kubeconfig of the cluster Argo CD runs against (and deploys to as in-cluster).
+	Kubeconfig string
+	// Namespace Argo CD watches for Applications, AppProjects and Secrets.
+	Namespace string
+	// Dir holds logs and the repo server's working files.
+	Dir string
+	// ReconciliationTimeout is how often Argo CD looks for new commits (default 10s).
+	ReconciliationTimeout time.Duration
+}
+
+// ArgoCD is a running Argo CD: Redis, the repo server and the application controller.
+type ArgoCD struct {
+	Redis, RepoServer, Controller *testenv.Process
+	// ControllerMetricsAddr serves the controller's /metrics and /healthz.
+	ControllerMetricsAddr string
+}
+
+// ArgoCDBinDir is where hack/build-binaries.sh puts the Argo CD binary under its role names.
+func ArgoCDBinDir() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command(filepath.Join(root, "hack", "build-binaries.sh"), "--argocd-dir").Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/build-binaries.sh --argocd-dir: %w", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if _, err := os.Stat(filepath.Join(dir, "argocd-application-controller")); err != nil {
+		return "", fmt.Errorf("argo CD is not built (run `make binaries`): %w", err)
+	}
+	return dir, nil
+}
+
+// InstallArgoCD writes the configuration Argo CD reads from its namespace: argocd-cm,
+// argocd-rbac-cm, argocd-secret and the default AppProject.
+func InstallArgoCD(ctx context.Context, c client.Client, namespace string) error {
+	partOf := map[string]string{"app.kubernetes.io/part-of": "argocd"}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	objects := []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "argocd-cm", Namespace: namespace, Labels: partOf},
+			Data: map[string]string{
+				// Track deployed resources by annotation, as the service's Applications expect.
+				"application.resourceTrackingMethod": "annotation",
+				"admin.enabled":                      "false",
+			}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "argocd-rbac-cm", Namespace: namespace, Labels: partOf}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "argocd-secret", Namespace: namespace, Labels: partOf},
+			StringData: map[string]string{"server.secretkey": hex.EncodeToString(key)}},
+		&argov1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: namespace},
+			Spec: argov1alpha1.AppProjectSpec{
+				SourceRepos:              []string{"*"},
+				Destinations:             []argov1alpha1.ApplicationDestination{{Server: "*", Namespace: "*"}},
+				ClusterResourceWhitelist: []metav1.GroupKind{{Group: "*", Kind: "*"}},
+			}},
+	}
+	for _, obj := range objects {
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// StartArgoCD starts Redis, the repo server and the application controller, and waits until
+// they serve. Stop them with Stop.
+func StartArgoCD(ctx context.Context, opts ArgoCDOptions) (a *ArgoCD, err error) {
+	bin, err := ArgoCDBinDir()
+	if err != nil {
+		return nil, err
+	}
+	if opts.ReconciliationTimeout == 0 {
+		opts.ReconciliationTimeout = 10 * time.Second
+	}
+	work := filepath.Join(opts.Dir, "argocd")
+	tmp := filepath.Join(work, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	// A unix socket path must stay short; the log directory may be deep.
+	sockDir, err := os.MkdirTemp("", "argocd-askpass-")
+	if err != nil {
+		return nil, err
+	}
+	a = &ArgoCD{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, a.Stop())
+		}
+		if err != nil || a == nil {
+			_ = os.RemoveAll(sockDir)
+		}
+	}()
+
+	redisAddr, repoAddr := freeAddr(), freeAddr()
+	a.ControllerMetricsAddr = freeAddr()
+	redisPort := port(redisAddr)
+	redisServer, err := exec.LookPath("redis-server")
+	if err != nil {
+		return a, fmt.Errorf("redis-server not found (make deps installs it): %w", err)
+	}
+	if a.Redis, err = testenv.StartProcess(redisServer, []string{
+		"--bind", "127.0.0.1", "--port", redisPort, "--save", "", "--appendonly", "no", "--protected-mode", "yes",
+	}, filepath.Join(opts.Dir, "redis.log")); err != nil {
+		return a, err
+	}
+	if err := waitListening(ctx, a.Redis, redisAddr); err != nil {
+		return a, fmt.Errorf("redis: %w", err)
+	}
+
+	env := []string{
+		"KUBECONFIG=" + opts.Kubeconfig,
+		"ARGOCD_FAKE_IN_CLUSTER=true",
+		"ARGOCD_GPG_ENABLED=false",
+		"ARGOCD_RECONCILIATION_TIMEOUT=" + opts.ReconciliationTimeout.String(),
+		"ARGOCD_ASK_PASS_SOCK=" + filepath.Join(sockDir, "askpass.sock"),
+		// Git runs `argocd` as its credential helper (GIT_ASKPASS=argocd).
+		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"TMPDIR=" + tmp,
+		"HOME=" + work,
+	}
+	if a.RepoServer, err = testenv.StartProcessWithEnv(filepath.Join(bin, "argocd-repo-server"), []string{
+		"--address", "127.0.0.1", "--port", port(repoAddr), "--metrics-address", "127.0.0.1", "--metrics-port", port(freeAddr()),
+		"--disable-tls", "--redis", redisAddr, "--logformat", "text",
+	}, filepath.Join(opts.Dir, "argocd-repo-server.log"), env); err != nil {
+		return a, err
+	}
+	if err := waitListening(ctx, a.RepoServer, repoAddr); err != nil {
+		return a, fmt.Errorf("argo CD repo server: %w", err)
+	}
+	if a.Controller, err = testenv.StartProcessWithEnv(filepath.Join(bin, "argocd-application-controller"), []string{
+		"--namespace", opts.Namespace, "--repo-server", repoAddr, "--repo-server-plaintext", "--redis", redisAddr,
+		"--metrics-port", port(a.ControllerMetricsAddr), "--status-processors", "4", "--operation-processors", "4",
+		"--logformat", "text",
+	}, filepath.Join(opts.Dir, "argocd-application-controller.log"), env); err != nil {
+		return a, err
+	}
+	healthz := "http://" + a.ControllerMetricsAddr + "/healthz"
+	if err := waitFor(ctx, a.Controller, func(ctx context.Context) bool { return ready(ctx, healthz) }); err != nil {
+		return a, fmt.Errorf("argo CD application controller: %w", err)
+	}
+	return a, nil
+}
+
+// Stop stops the controller, then the repo server (which may not exit on SIGTERM while
+// the controller is connected, hence the bounded wait), then Redis.
+func (a *ArgoCD) Stop() error {
+	for _, p := range []*testenv.Process{a.Controller, a.RepoServer, a.Redis} {
+		if p != nil {
+			_ = p.Stop(5 * time.Second)
+		}
+	}
+	return nil
+}
+
+// waitListening waits until addr accepts TCP connections.
+func waitListening(ctx context.Context, p *testenv.Process, addr string) error {
+	return waitFor(ctx, p, func(ctx context.Context) bool {
+		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false
+		}
+		_ = conn.Close()
+		return true
+	})
+}
+
+func port(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	if _, err := strconv.Atoi(p); err != nil {
+		return "0"
+	}
+	return p
+}
