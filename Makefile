@@ -5,6 +5,8 @@ SHELL := /usr/bin/env bash
 
 # Modules of the workspace (go.work); each binary module also builds with GOWORK=off.
 MODULES := api db-schema backend-shared backend cluster-agent appstudio-controller tests-e2e
+# The three binaries (one Go module each).
+BINARIES := backend cluster-agent appstudio-controller
 # Packages of every workspace module, as `go test` patterns.
 PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 
@@ -63,9 +65,10 @@ generate: tools ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: tools ## Generate CRDs (manifests/crd/bases) and webhook configurations (manifests/webhook).
+manifests: tools ## Generate CRDs (manifests/crd/bases), webhook configurations (manifests/webhook) and one ClusterRole per binary (manifests/rbac/<binary>).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=manifests/crd/bases
 	$(CONTROLLER_GEN) webhook paths=./backend/... output:webhook:dir=manifests/webhook
+	for b in $(BINARIES); do $(CONTROLLER_GEN) rbac:roleName=gitops-service-$$b paths=./$$b/... output:rbac:dir=manifests/rbac/$$b; done
 
 .PHONY: fmt
 fmt: ## gofmt every module.

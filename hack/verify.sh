@@ -7,7 +7,7 @@ modules=(api db-schema backend-shared backend cluster-agent appstudio-controller
 status=0
 fail() { echo "verify: $*" >&2; status=1; }
 
-generated() { find api -name 'zz_generated*.go'; find manifests/crd manifests/webhook -type f; }
+generated() { find api -name 'zz_generated*.go'; find manifests/crd manifests/webhook manifests/rbac -type f; }
 before=$(generated | sort | xargs sha256sum)
 make -s generate manifests
 after=$(generated | sort | xargs sha256sum)

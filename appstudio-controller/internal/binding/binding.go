@@ -50,6 +50,13 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 }
 
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshotenvironmentbindings,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshotenvironmentbindings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshotenvironmentbindings/finalizers,verbs=update
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments;deploymenttargetclaims;deploymenttargets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // SetupWithManager registers the controller: bindings are requeued when their
 // GitOpsDeployments change (drift, deletion, status) and when their Environment changes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
@@ -158,12 +165,21 @@ func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvir
 // error when its component status cannot be used.
 func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDestination) ([]*gitops.GitOpsDeployment, error) {
 	seen := map[string]bool{}
+	componentOf := map[string]string{} // generated name -> component
 	var out []*gitops.GitOpsDeployment
 	for _, c := range b.Status.Components {
 		if seen[c.Name] {
 			return nil, errcond.New(ReasonDuplicateComponents, fmt.Sprintf("status.components lists component %q more than once", c.Name))
 		}
 		seen[c.Name] = true
+		// Shortening can give two components one name: "<b>-<app>-<env>-<c>" in full is also
+		// the shortened name of component "<app>-<env>-<c>" (whose full name is past
+		// MaxNameLength). They must not share a GitOpsDeployment.
+		name := DeploymentName(b.Name, b.Spec.Application, b.Spec.Environment, c.Name)
+		if other, ok := componentOf[name]; ok {
+			return nil, errcond.New(ReasonNameConflict, fmt.Sprintf("components %q and %q would both be deployed by GitOpsDeployment %q; rename one of them", other, c.Name, name))
+		}
+		componentOf[name] = c.Name
 		repo := c.GitOpsRepository
 		if repo.URL == "" || repo.Path == "" {
 			return nil, errcond.New(ReasonInvalidComponentStatus, fmt.Sprintf("component %q has no GitOps repository URL or path in status.components", c.Name))
@@ -171,7 +187,7 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDes
 		out = append(out, &gitops.GitOpsDeployment{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: b.Namespace,
-				Name:      DeploymentName(b.Name, b.Spec.Application, b.Spec.Environment, c.Name),
+				Name:      name,
 				Labels:    labels(b.Spec.Application, c.Name, b.Spec.Environment),
 			},
 			Spec: gitops.GitOpsDeploymentSpec{

@@ -36,6 +36,12 @@ type ClaimReconciler struct {
 	MaxConcurrentReconciles int
 }
 
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // SetupWithManager registers the controller: claims are requeued when a target in their
 // namespace changes (it may now satisfy them) and when a class changes.
 func (r *ClaimReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {

@@ -58,6 +58,14 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 }
 
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims;deploymenttargets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // SetupWithManager registers the controller. Environments are requeued when their generated
 // objects change, and when the Secret, DeploymentTargetClaim or DeploymentTarget they
 // depend on changes.

@@ -53,6 +53,11 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 }
 
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // SetupWithManager registers the controller; a change of a referenced Secret re-reconciles
 // the environments that use it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {

@@ -62,6 +62,11 @@ type Reconciler struct {
 	CABundle []byte
 }
 
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials,verbs=get;list;watch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // SetupWithManager registers the controller; a change of a referenced Secret re-reconciles
 // the credentials that use it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {

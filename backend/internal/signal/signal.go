@@ -69,6 +69,8 @@ func (s *Signaller) CRs(ctx context.Context, ops ...*db.Operation) error {
 	return nil
 }
 
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=create
+
 // CR creates the Operation CR of op in the engine instance's namespace. It is idempotent, so
 // a reconcile that crashed after commit creates it on its next run.
 func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, op *db.Operation) error {

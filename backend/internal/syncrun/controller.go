@@ -62,6 +62,11 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 }
 
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // SetupWithManager registers the controller: SyncRuns are reconciled when they change, when
 // the GitOpsDeployment they name changes (so status follows it, and a SyncRun created first
 // runs once its deployment exists), and when their operation finishes.

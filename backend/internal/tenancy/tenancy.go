@@ -41,6 +41,8 @@ type Resolver struct {
 	Namespaces client.Reader
 }
 
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
 // Tenant returns the tenant of namespace, creating its row on first sight.
 func (r *Resolver) Tenant(ctx context.Context, idb bun.IDB, namespace string) (*db.Tenant, error) {
 	ns := &corev1.Namespace{}
