@@ -42,8 +42,11 @@ type Options struct {
 	EnableWebhooks          bool
 	MaxConcurrentReconciles int
 	OperationGCSeconds      int
-	// RepositoryCABundle holds extra PEM certificate authorities trusted when validating
-	// https:// repository credentials (not a flag; nil trusts the system's only).
+	// RepositoryCAFile names a PEM file of extra certificate authorities trusted when
+	// validating https:// repository credentials (a Git server with a private CA).
+	RepositoryCAFile string
+	// RepositoryCABundle holds extra PEM certificate authorities, added to those of
+	// RepositoryCAFile (nil and no file: the system's only).
 	RepositoryCABundle []byte
 }
 
@@ -54,9 +57,22 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.EngineNamespace, "engine-namespace", "gitops-service-argocd", "Namespace of the default GitOps engine (Argo CD) instance, registered at start; empty registers none.")
 	fs.StringVar(&o.EngineCluster, "engine-cluster", "default", "Name of the cluster the default engine instance runs on.")
 	fs.BoolVar(&o.MigrateOnStart, "migrate", true, "Apply database migrations at start (under an advisory lock).")
-	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (needs a serving certificate in --webhook-cert-dir).")
+	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (port 9443, serving certificate tls.crt/tls.key in /tmp/k8s-webhook-server/serving-certs).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Parallel reconciles per controller.")
 	fs.IntVar(&o.OperationGCSeconds, "operation-gc-seconds", 600, "How long finished Operations are kept before garbage collection.")
+	fs.StringVar(&o.RepositoryCAFile, "repository-ca-file", "", "PEM file of extra certificate authorities to trust when checking https:// repository credentials.")
+}
+
+// repositoryCABundle is RepositoryCABundle plus the contents of RepositoryCAFile.
+func (o *Options) repositoryCABundle() ([]byte, error) {
+	if o.RepositoryCAFile == "" {
+		return o.RepositoryCABundle, nil
+	}
+	data, err := os.ReadFile(o.RepositoryCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading --repository-ca-file: %w", err)
+	}
+	return append(append([]byte{}, o.RepositoryCABundle...), data...), nil
 }
 
 // Keyring loads the credentials keyring, or returns nil when no file is configured.
@@ -121,10 +137,14 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	if err := environments.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
+	caBundle, err := o.repositoryCABundle()
+	if err != nil {
+		return err
+	}
 	repositoryCredentials := &repocred.Reconciler{
 		Client: mgr.GetClient(), DB: database, Store: store, Tenancy: resolver, Signal: signaller,
 		Recorder: mgr.GetEventRecorderFor("gitopsdeploymentrepositorycredential-controller"),
-		CABundle: o.RepositoryCABundle,
+		CABundle: caBundle,
 	}
 	if err := repositoryCredentials.SetupWithManager(ctx, mgr); err != nil {
 		return err
@@ -152,6 +172,8 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	}
 	return nil
 }
+
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // RegisterEngineInstance records the engine instance in namespace (on the cluster the
 // reader reads) so tenants can be placed on it; it is idempotent.

@@ -7,6 +7,7 @@ package gitserver
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -25,6 +26,9 @@ type Server struct {
 	root     string
 	listener net.Listener
 	http     *http.Server
+	scheme   string
+	// CAPEM is the certificate authority of a TLS server's certificate (nil without TLS).
+	CAPEM []byte
 
 	mu      sync.Mutex
 	private map[string]Credentials // repository name → credentials
@@ -35,9 +39,16 @@ type Credentials struct {
 	Username, Password string
 }
 
-// Start serves the repositories under root (created if missing) on addr, a loopback
-// address ("127.0.0.1:0" picks a free port).
-func Start(root, addr string) (*Server, error) {
+// Options configure a Server.
+type Options struct {
+	// Addr is a loopback address ("127.0.0.1:0" picks a free port).
+	Addr string
+	// TLS serves https with a certificate of a fresh authority (Server.CAPEM).
+	TLS bool
+}
+
+// Start serves the repositories under root (created if missing).
+func Start(root string, opts Options) (*Server, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
@@ -46,11 +57,20 @@ func Start(root, addr string) (*Server, error) {
 		return nil, fmt.Errorf("git --exec-path (is git installed? make deps installs it): %w", err)
 	}
 	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{root: root, listener: l, private: map[string]Credentials{}}
+	s := &Server{root: root, listener: l, scheme: "http", private: map[string]Credentials{}}
+	if opts.TLS {
+		config, ca, err := selfSignedTLS()
+		if err != nil {
+			_ = l.Close()
+			return nil, err
+		}
+		l = tls.NewListener(l, config)
+		s.listener, s.scheme, s.CAPEM = l, "https", ca
+	}
 	cgiHandler := &cgi.Handler{
 		Path: backend,
 		Dir:  root,
@@ -96,7 +116,7 @@ func (s *Server) Stop() error {
 
 // URL is the clone URL of the named repository.
 func (s *Server) URL(name string) string {
-	return fmt.Sprintf("http://%s/%s.git", s.listener.Addr(), name)
+	return fmt.Sprintf("%s://%s/%s.git", s.scheme, s.listener.Addr(), name)
 }
 
 // Create makes an empty repository with branch main; private ones need creds to read.

@@ -32,6 +32,9 @@ type ArgoCDOptions struct {
 	Dir string
 	// ReconciliationTimeout is how often Argo CD looks for new commits (default 10s).
 	ReconciliationTimeout time.Duration
+	// TrustedCAs are PEM authorities the repo server trusts, by Git server host name (what
+	// Argo CD's argocd-tls-certs-cm holds in a cluster).
+	TrustedCAs map[string][]byte
 }
 
 // ArgoCD is a running Argo CD: Redis, the repo server and the application controller.
@@ -109,6 +112,15 @@ func StartArgoCD(ctx context.Context, opts ArgoCDOptions) (a *ArgoCD, err error)
 	if err != nil {
 		return nil, err
 	}
+	tlsData := filepath.Join(work, "tls")
+	if err := os.MkdirAll(tlsData, 0o755); err != nil {
+		return nil, err
+	}
+	for host, pem := range opts.TrustedCAs {
+		if err := os.WriteFile(filepath.Join(tlsData, host), pem, 0o644); err != nil {
+			return nil, err
+		}
+	}
 	a = &ArgoCD{}
 	defer func() {
 		if err != nil {
@@ -139,6 +151,7 @@ func StartArgoCD(ctx context.Context, opts ArgoCDOptions) (a *ArgoCD, err error)
 		"KUBECONFIG=" + opts.Kubeconfig,
 		"ARGOCD_FAKE_IN_CLUSTER=true",
 		"ARGOCD_GPG_ENABLED=false",
+		"ARGOCD_TLS_DATA_PATH=" + tlsData,
 		"ARGOCD_RECONCILIATION_TIMEOUT=" + opts.ReconciliationTimeout.String(),
 		"ARGOCD_ASK_PASS_SOCK=" + filepath.Join(sockDir, "askpass.sock"),
 		// Git runs `argocd` as its credential helper (GIT_ASKPASS=argocd).

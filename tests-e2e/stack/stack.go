@@ -42,8 +42,8 @@ type Options struct {
 	// ArgoCD starts a real Argo CD (Redis, repo server, application controller) for the
 	// engine instance; without it nothing acts on the Argo CD Applications.
 	ArgoCD bool
-	// GitServerAddr, if set, starts a Git server there ("127.0.0.1:0" for any free port).
-	GitServerAddr string
+	// GitServer, if set, starts a Git server; Argo CD and the backend trust its authority.
+	GitServer *gitserver.Options
 }
 
 // Stack is a running service.
@@ -105,14 +105,21 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err := s.ControlPlane.Client.Create(ctx, engineNS); err != nil && !apierrors.IsAlreadyExists(err) {
 		return s, err
 	}
-	if opts.GitServerAddr != "" {
+	var gitCA string
+	if opts.GitServer != nil {
 		progress("starting the Git server")
 		gitDir := filepath.Join(dir, "git")
 		if err := os.RemoveAll(gitDir); err != nil { // repositories of an earlier run
 			return s, err
 		}
-		if s.Git, err = gitserver.Start(gitDir, opts.GitServerAddr); err != nil {
+		if s.Git, err = gitserver.Start(gitDir, *opts.GitServer); err != nil {
 			return s, err
+		}
+		if s.Git.CAPEM != nil {
+			gitCA = filepath.Join(dir, "git-ca.pem")
+			if err := os.WriteFile(gitCA, s.Git.CAPEM, 0o600); err != nil {
+				return s, err
+			}
 		}
 	}
 	if opts.ArgoCD {
@@ -120,7 +127,11 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		if err := InstallArgoCD(ctx, s.ControlPlane.Client, EngineNamespace); err != nil {
 			return s, err
 		}
-		if s.ArgoCD, err = StartArgoCD(ctx, ArgoCDOptions{Kubeconfig: s.Kubeconfig, Namespace: EngineNamespace, Dir: s.LogDir}); err != nil {
+		argoOpts := ArgoCDOptions{Kubeconfig: s.Kubeconfig, Namespace: EngineNamespace, Dir: s.LogDir}
+		if gitCA != "" {
+			argoOpts.TrustedCAs = map[string][]byte{"127.0.0.1": s.Git.CAPEM}
+		}
+		if s.ArgoCD, err = StartArgoCD(ctx, argoOpts); err != nil {
 			return s, err
 		}
 	}
@@ -142,6 +153,9 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 			"--metrics-bind-address=" + metrics,
 			"--health-probe-bind-address=" + probes,
 		}, defaultArgs(name, s.DatabaseURL, keys)...)
+		if name == "backend" && gitCA != "" {
+			args = append(args, "--repository-ca-file="+gitCA)
+		}
 		args = append(args, opts.Args[name]...)
 		p, err := testenv.StartProcessWithEnv(filepath.Join(bins, name), args, filepath.Join(s.LogDir, name+".log"),
 			[]string{"KUBECONFIG=" + s.Kubeconfig})

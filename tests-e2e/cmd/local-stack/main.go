@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
+	"github.com/gitops-service/gitops-service/tests-e2e/gitserver"
 	"github.com/gitops-service/gitops-service/tests-e2e/stack"
 )
 
@@ -41,7 +42,7 @@ func run() error {
 
 	start := time.Now()
 	progress := func(step string) { fmt.Printf("==> %s (%s)\n", step, time.Since(start).Round(time.Second)) }
-	s, err := stack.Start(ctx, stack.Options{Dir: *dir, Progress: progress, ArgoCD: *withArgoCD, GitServerAddr: *gitAddr})
+	s, err := stack.Start(ctx, stack.Options{Dir: *dir, Progress: progress, ArgoCD: *withArgoCD, GitServer: &gitserver.Options{Addr: *gitAddr}})
 	if err != nil {
 		return err
 	}

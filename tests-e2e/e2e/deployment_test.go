@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	. "github.com/gitops-service/gitops-service/tests-e2e/framework"
+	"github.com/gitops-service/gitops-service/tests-e2e/stack"
+)
+
+var _ = Describe("A GitOpsDeployment", func() {
+	var ns string
+	BeforeEach(func(ctx SpecContext) { ns = tenant(ctx, "deploy") })
+
+	It("deploys a path of a repository into its own namespace and reports status", func(ctx SpecContext) {
+		url, sha := repository(ns, map[string]string{
+			"app/configmap.yaml": ConfigMap("hello", "greeting", "hi"),
+			"other/ignored.yaml": ConfigMap("ignored", "x", "y"),
+		}, nil)
+		depl := gitopsDeployment(ns, "hello", url, "app", v1.GitOpsDeploymentSpecTypeAutomated)
+		Expect(f.Client.Create(ctx, depl)).To(Succeed())
+
+		Eventually(Object(ctx, f.Client, depl)).Should(And(
+			BeSyncedAndHealthy(), HaveRevision(sha), HaveResource("ConfigMap", "hello")))
+		Expect(configMap(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
+		Expect(configMap(ctx, f.Client, ns, "ignored")()).To(absent)
+	})
+
+	It("follows new commits, a new path and a pinned revision", func(ctx SpecContext) {
+		url, first := repository(ns, map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "v1")}, nil)
+		depl := gitopsDeployment(ns, "follow", url, "app", v1.GitOpsDeploymentSpecTypeAutomated)
+		Expect(f.Client.Create(ctx, depl)).To(Succeed())
+		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(first)))
+
+		By("a new commit on the branch")
+		second := commit(ns, map[string]string{
+			"app/configmap.yaml":   ConfigMap("hello", "greeting", "v2"),
+			"other/configmap.yaml": ConfigMap("other", "greeting", "elsewhere"),
+		})
+		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v2"))
+		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(second)))
+
+		By("a new path: the old path's resources are pruned")
+		Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(depl), depl)).To(Succeed())
+		depl.Spec.Source.Path = "other"
+		Expect(f.Client.Update(ctx, depl)).To(Succeed())
+		Eventually(configMap(ctx, f.Client, ns, "other")).Should(HaveKeyWithValue("greeting", "elsewhere"))
+		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(absent)
+
+		By("a pinned revision")
+		Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(depl), depl)).To(Succeed())
+		depl.Spec.Source.Path, depl.Spec.Source.TargetRevision = "app", first
+		Expect(f.Client.Update(ctx, depl)).To(Succeed())
+		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v1"))
+		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(first)))
+	})
+
+	It("with the resources finalizer, prunes what it deployed before it goes", func(ctx SpecContext) {
+		url, _ := repository(ns, map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "hi")}, nil)
+		depl := gitopsDeployment(ns, "pruned", url, "app", v1.GitOpsDeploymentSpecTypeAutomated)
+		depl.Finalizers = []string{v1.FinalizerResourcesFinalizer}
+		Expect(f.Client.Create(ctx, depl)).To(Succeed())
+		Eventually(Object(ctx, f.Client, depl)).Should(BeSyncedAndHealthy())
+		app := &argov1alpha1.Application{}
+		app.Name, app.Namespace = argocd.ApplicationName(depl.UID), stack.EngineNamespace
+
+		Expect(f.Client.Delete(ctx, depl)).To(Succeed())
+		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(absent)
+		Eventually(Gone(ctx, f.Client, depl)).Should(BeTrue())
+		Eventually(Gone(ctx, f.Client, app)).Should(BeTrue())
+	})
+
+	It("without the finalizer, goes at once and its Argo CD Application follows", func(ctx SpecContext) {
+		url, _ := repository(ns, map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "hi")}, nil)
+		depl := gitopsDeployment(ns, "plain", url, "app", v1.GitOpsDeploymentSpecTypeAutomated)
+		Expect(f.Client.Create(ctx, depl)).To(Succeed())
+		Eventually(Object(ctx, f.Client, depl)).Should(BeSyncedAndHealthy())
+		app := &argov1alpha1.Application{}
+		app.Name, app.Namespace = argocd.ApplicationName(depl.UID), stack.EngineNamespace
+		Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(app), app)).To(Succeed())
+
+		Expect(f.Client.Delete(ctx, depl)).To(Succeed())
+		Eventually(Gone(ctx, f.Client, depl)).Should(BeTrue())
+		Eventually(Gone(ctx, f.Client, app)).Should(BeTrue())
+	})
+
+	It("reports a ComparisonError for a path that does not exist, and recovers when fixed", func(ctx SpecContext) {
+		url, _ := repository(ns, map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "hi")}, nil)
+		depl := gitopsDeployment(ns, "typo", url, "ap", v1.GitOpsDeploymentSpecTypeAutomated)
+		Expect(f.Client.Create(ctx, depl)).To(Succeed())
+		Eventually(Object(ctx, f.Client, depl)).Should(HaveCondition(v1.GitOpsDeploymentConditionComparisonError, v1.GitOpsConditionStatusTrue))
+		Expect(configMap(ctx, f.Client, ns, "hello")()).To(absent)
+
+		Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(depl), depl)).To(Succeed())
+		depl.Spec.Source.Path = "app"
+		Expect(f.Client.Update(ctx, depl)).To(Succeed())
+		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(),
+			Not(HaveCondition(v1.GitOpsDeploymentConditionComparisonError, v1.GitOpsConditionStatusTrue))))
+		Expect(configMap(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
+	})
+})

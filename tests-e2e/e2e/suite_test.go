@@ -1,0 +1,98 @@
+// Package e2e is the end-to-end suite: the service's binaries, a real Argo CD and a Git
+// server on this machine, driven only through the Kubernetes API, as users drive it.
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/tests-e2e/framework"
+	"github.com/gitops-service/gitops-service/tests-e2e/gitserver"
+)
+
+func TestEndToEnd(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "GitOps Service end to end")
+}
+
+var (
+	f         *framework.Framework
+	anyFailed bool
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	var err error
+	f, err = framework.Start(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	SetDefaultEventuallyTimeout(framework.Timeout)
+	SetDefaultEventuallyPollingInterval(framework.Poll)
+	SetDefaultConsistentlyDuration(5 * time.Second)
+}, NodeTimeout(10*time.Minute))
+
+var _ = AfterEach(func() {
+	if CurrentSpecReport().Failed() {
+		anyFailed = true
+		f.DumpLogs(GinkgoWriter, 30_000)
+		GinkgoWriter.Printf("all logs: %s\n", f.LogDir())
+	}
+})
+
+var _ = AfterSuite(func() {
+	if f != nil {
+		Expect(f.Stop(anyFailed)).To(Succeed())
+	}
+})
+
+// tenant creates a namespace for the running spec.
+func tenant(ctx SpecContext, prefix string) string {
+	ns, err := f.CreateNamespace(ctx, prefix)
+	Expect(err).NotTo(HaveOccurred())
+	return ns
+}
+
+// repository creates a Git repository named after the spec's namespace.
+func repository(name string, files map[string]string, private *gitserver.Credentials) (url, commit string) {
+	url, commit, err := f.CreateRepository(name, files, private)
+	Expect(err).NotTo(HaveOccurred())
+	return url, commit
+}
+
+// commit adds a commit to a repository.
+func commit(name string, files map[string]string) string {
+	sha, err := f.Git.Commit(name, files, "update")
+	Expect(err).NotTo(HaveOccurred())
+	return sha
+}
+
+// gitopsDeployment is a GitOpsDeployment of path of repoURL into its own namespace.
+func gitopsDeployment(namespace, name, repoURL, path string, specType v1.GitOpsDeploymentSpecType) *v1.GitOpsDeployment {
+	return &v1.GitOpsDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1.GitOpsDeploymentSpec{
+			Source: v1.ApplicationSource{RepoURL: repoURL, Path: path},
+			Type:   specType,
+		},
+	}
+}
+
+// configMap returns a function for Eventually reading a ConfigMap's data ("<absent>" when
+// it does not exist).
+func configMap(ctx SpecContext, c client.Client, namespace, name string) func() map[string]string {
+	return func() map[string]string {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
+			return map[string]string{"<absent>": err.Error()}
+		}
+		return cm.Data
+	}
+}
+
+// absent matches the result of configMap for a ConfigMap that does not exist.
+var absent = HaveKey("<absent>")

@@ -1,0 +1,62 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/onsi/gomega"
+	"github.com/onsi/gomega/gcustom"
+	"github.com/onsi/gomega/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+)
+
+// Object returns a function for Eventually that reads obj afresh and returns it.
+func Object[T client.Object](ctx context.Context, c client.Client, obj T) func() (T, error) {
+	return func() (T, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		return obj, err
+	}
+}
+
+// Gone returns a function for Eventually that reports whether obj no longer exists.
+func Gone(ctx context.Context, c client.Client, obj client.Object) func() (bool, error) {
+	return func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+}
+
+// BeSyncedAndHealthy matches a GitOpsDeployment whose status is Synced and Healthy.
+func BeSyncedAndHealthy() types.GomegaMatcher {
+	return HaveSyncAndHealth(v1.SyncStatusCodeSynced, v1.HealthStatusCodeHealthy)
+}
+
+// HaveSyncAndHealth matches a GitOpsDeployment with this sync and health status.
+func HaveSyncAndHealth(sync v1.SyncStatusCode, health v1.HealthStatusCode) types.GomegaMatcher {
+	return gcustom.MakeMatcher(func(d *v1.GitOpsDeployment) (bool, error) {
+		return d.Status.Sync.Status == sync && d.Status.Health.Status == health, nil
+	}).WithTemplate(fmt.Sprintf("Expected GitOpsDeployment {{.Actual.Namespace}}/{{.Actual.Name}} to be %s/%s, but its status is\n{{format .Actual.Status 1}}", sync, health))
+}
+
+// HaveRevision matches a GitOpsDeployment whose status reports this commit.
+func HaveRevision(commit string) types.GomegaMatcher {
+	return gomega.HaveField("Status.Sync.Revision", commit)
+}
+
+// HaveCondition matches a GitOpsDeployment with a condition of this type and status.
+func HaveCondition(conditionType v1.GitOpsDeploymentConditionType, status v1.GitOpsConditionStatus) types.GomegaMatcher {
+	return gomega.HaveField("Status.Conditions", gomega.ContainElement(gomega.And(
+		gomega.HaveField("Type", conditionType), gomega.HaveField("Status", status))))
+}
+
+// HaveResource matches a GitOpsDeployment whose status lists a resource of this kind and name.
+func HaveResource(kind, name string) types.GomegaMatcher {
+	return gomega.HaveField("Status.Resources", gomega.ContainElement(gomega.And(
+		gomega.HaveField("Kind", kind), gomega.HaveField("Name", name))))
+}
