@@ -27,12 +27,22 @@ help: ## Show this help.
 ##@ Run and test
 
 .PHONY: run
-run: deps binaries ## Run the service locally on an embedded stack (API server, PostgreSQL, the three binaries).
+run: deps binaries ## Run the service locally: API server, PostgreSQL, Argo CD, a Git server and the three binaries.
 	go run ./tests-e2e/cmd/local-stack
 
+# The end-to-end suite (real Argo CD) runs after the other tests, not beside them: two cores.
+E2E_PACKAGES := ./tests-e2e/e2e/...
+
 .PHONY: test
-test: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
-	go test $(TEST_FLAGS) $(PACKAGES)
+test: test-integration test-e2e ## Run every test: unit, integration, then end to end.
+
+.PHONY: test-integration
+test-integration: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
+	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v '/tests-e2e/e2e')
+
+.PHONY: test-e2e
+test-e2e: deps binaries ## Run the end-to-end suite against a real Argo CD and Git server.
+	go test $(TEST_FLAGS) $(E2E_PACKAGES)
 
 # Benchmark flags; e.g. `make bench-pipeline BENCH_FLAGS='-n 5000'`.
 BENCH_FLAGS ?=
@@ -42,11 +52,11 @@ bench-pipeline: deps binaries ## Benchmark the core pipeline on the local stack 
 	go run ./tests-e2e/cmd/bench-pipeline $(BENCH_FLAGS)
 
 .PHONY: deps
-deps: ## Install missing system packages (PostgreSQL, git) from Debian.
+deps: ## Install missing system packages (PostgreSQL, git, Redis) from Debian.
 	hack/install-deps.sh
 
 .PHONY: binaries
-binaries: ## Build (or reuse cached) kube-apiserver, kube-controller-manager and etcd.
+binaries: ## Build (or reuse cached) kube-apiserver, kube-controller-manager, etcd and Argo CD.
 	hack/build-binaries.sh all
 
 .PHONY: build

@@ -86,6 +86,10 @@ func StartControlPlane(opts Options) (*ControlPlane, error) {
 		CRDDirectoryPaths:     crdPaths,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+		// envtest's defaults (20s) are too short on two busy cores, and an API server that
+		// Argo CD still watches takes a while to stop.
+		ControlPlaneStartTimeout: 90 * time.Second,
+		ControlPlaneStopTimeout:  60 * time.Second,
 	}
 	if opts.Webhooks != nil {
 		env.WebhookInstallOptions = *opts.Webhooks

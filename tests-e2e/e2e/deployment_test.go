@@ -45,16 +45,12 @@ var _ = Describe("A GitOpsDeployment", func() {
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(second)))
 
 		By("a new path: the old path's resources are pruned")
-		Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(depl), depl)).To(Succeed())
-		depl.Spec.Source.Path = "other"
-		Expect(f.Client.Update(ctx, depl)).To(Succeed())
+		update(ctx, depl, false, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "other" })
 		Eventually(configMap(ctx, f.Client, ns, "other")).Should(HaveKeyWithValue("greeting", "elsewhere"))
 		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(absent)
 
 		By("a pinned revision")
-		Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(depl), depl)).To(Succeed())
-		depl.Spec.Source.Path, depl.Spec.Source.TargetRevision = "app", first
-		Expect(f.Client.Update(ctx, depl)).To(Succeed())
+		update(ctx, depl, false, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path, d.Spec.Source.TargetRevision = "app", first })
 		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v1"))
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(first)))
 	})
@@ -95,9 +91,7 @@ var _ = Describe("A GitOpsDeployment", func() {
 		Eventually(Object(ctx, f.Client, depl)).Should(HaveCondition(v1.GitOpsDeploymentConditionComparisonError, v1.GitOpsConditionStatusTrue))
 		Expect(configMap(ctx, f.Client, ns, "hello")()).To(absent)
 
-		Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(depl), depl)).To(Succeed())
-		depl.Spec.Source.Path = "app"
-		Expect(f.Client.Update(ctx, depl)).To(Succeed())
+		update(ctx, depl, false, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "app" })
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(),
 			Not(HaveCondition(v1.GitOpsDeploymentConditionComparisonError, v1.GitOpsConditionStatusTrue))))
 		Expect(configMap(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -92,6 +93,22 @@ func configMap(ctx SpecContext, c client.Client, namespace, name string) func() 
 		}
 		return cm.Data
 	}
+}
+
+// update applies mutate to the latest obj and writes it (or its status), retrying when
+// a controller wrote in between.
+func update[T client.Object](ctx SpecContext, obj T, status bool, mutate func(T)) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		if status {
+			return f.Client.Status().Update(ctx, obj)
+		}
+		return f.Client.Update(ctx, obj)
+	})).To(Succeed())
 }
 
 // absent matches the result of configMap for a ConfigMap that does not exist.

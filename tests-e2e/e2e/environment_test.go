@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	. "github.com/gitops-service/gitops-service/tests-e2e/framework"
+)
+
+var _ = Describe("A GitOpsDeploymentManagedEnvironment", func() {
+	It("lets a GitOpsDeployment deploy to a namespace of another cluster", func(ctx SpecContext) {
+		remote, kubeconfig, err := StartRemoteCluster(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(remote.Stop)
+		Expect(remote.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod"}})).To(Succeed())
+
+		ns := tenant(ctx, "remote")
+		Expect(f.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "prod-cluster", Namespace: ns},
+			Type:       v1.ManagedEnvironmentSecretType,
+			Data:       map[string][]byte{"kubeconfig": kubeconfig},
+		})).To(Succeed())
+		env := &v1.GitOpsDeploymentManagedEnvironment{
+			ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: ns},
+			Spec: v1.GitOpsDeploymentManagedEnvironmentSpec{
+				APIURL: remote.Config.Host, ClusterCredentialsSecret: "prod-cluster",
+				Namespaces: []string{"prod"},
+			},
+		}
+		Expect(f.Client.Create(ctx, env)).To(Succeed())
+		// Runs before the remote cluster stops: Argo CD lets go of the cluster first.
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, env))).To(Succeed()) })
+		Eventually(Object(ctx, f.Client, env)).Should(HaveField("Status.Conditions", ContainElement(And(
+			HaveField("Type", v1.ManagedEnvironmentConditionConnectionInitializationSucceeded),
+			HaveField("Status", metav1.ConditionTrue)))))
+
+		url, sha := repository(ns, map[string]string{"app/configmap.yaml": ConfigMap("remote", "cluster", "prod")}, nil)
+		depl := gitopsDeployment(ns, "remote", url, "app", v1.GitOpsDeploymentSpecTypeAutomated)
+		depl.Spec.Destination = v1.ApplicationDestination{Environment: "prod", Namespace: "prod"}
+		Expect(f.Client.Create(ctx, depl)).To(Succeed())
+
+		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(sha)))
+		Expect(configMap(ctx, remote.Client, "prod", "remote")()).To(HaveKeyWithValue("cluster", "prod"))
+		Expect(configMap(ctx, f.Client, ns, "remote")()).To(absent)
+	})
+})

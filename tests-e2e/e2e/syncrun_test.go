@@ -1,0 +1,39 @@
+package e2e
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	. "github.com/gitops-service/gitops-service/tests-e2e/framework"
+)
+
+var _ = Describe("A manual GitOpsDeployment", func() {
+	It("deploys nothing until a GitOpsDeploymentSyncRun syncs it to the revision it names", func(ctx SpecContext) {
+		ns := tenant(ctx, "manual")
+		url, first := repository(ns, map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "v1")}, nil)
+		second := commit(ns, map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "v2")})
+		depl := gitopsDeployment(ns, "manual", url, "app", v1.GitOpsDeploymentSpecTypeManual)
+		Expect(f.Client.Create(ctx, depl)).To(Succeed())
+
+		Eventually(Object(ctx, f.Client, depl)).Should(HaveField("Status.Sync.Status", v1.SyncStatusCodeOutOfSync))
+		Consistently(configMap(ctx, f.Client, ns, "hello")).Should(absent)
+
+		run := &v1.GitOpsDeploymentSyncRun{
+			ObjectMeta: metav1.ObjectMeta{Name: "to-first", Namespace: ns},
+			Spec:       v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: "manual", RevisionID: first},
+		}
+		Expect(f.Client.Create(ctx, run)).To(Succeed())
+		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v1"))
+		Eventually(Object(ctx, f.Client, run)).Should(HaveField("Status.Health", v1.HealthStatusCodeHealthy))
+
+		By("a second run to the newer commit")
+		run2 := &v1.GitOpsDeploymentSyncRun{
+			ObjectMeta: metav1.ObjectMeta{Name: "to-second", Namespace: ns},
+			Spec:       v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: "manual", RevisionID: second},
+		}
+		Expect(f.Client.Create(ctx, run2)).To(Succeed())
+		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v2"))
+	})
+})
