@@ -3,6 +3,7 @@ package managedenv
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,9 +43,13 @@ type Connection struct {
 // configuration of the kubeconfig's context whose cluster's server is spec.apiURL.
 func Resolve(env *v1.GitOpsDeploymentManagedEnvironment, secret *corev1.Secret) (*Connection, error) {
 	apiURL := env.Spec.APIURL
-	if strings.ContainsAny(apiURL, "?&") {
+	// A fragment would swallow the managedEnvironment query of the Argo CD cluster's server.
+	if strings.ContainsAny(apiURL, "?&#") {
 		return nil, credErr(v1.ManagedEnvironmentReasonUnsupportedAPIURL,
-			"spec.apiURL %q must not contain a query ('?' or '&'): the GitOps Service adds its own", apiURL)
+			"spec.apiURL %q must not contain a query or fragment ('?', '&' or '#'): the GitOps Service adds its own query", apiURL)
+	}
+	if u, err := url.Parse(apiURL); err != nil || u.Host == "" {
+		return nil, credErr(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "spec.apiURL %q is not a URL with a host", apiURL)
 	}
 	for _, ns := range env.Spec.Namespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
@@ -69,6 +74,13 @@ func Resolve(env *v1.GitOpsDeploymentManagedEnvironment, secret *corev1.Secret) 
 		return nil, credErr(v1.ManagedEnvironmentReasonUnableToLocateContext,
 			"the kubeconfig of Secret %q has no context whose cluster's server is %s (spec.apiURL)", secret.Name, apiURL)
 	}
+	// Paths in the kubeconfig name files of the service's own filesystem: a tokenFile could
+	// make it send its own credentials to spec.apiURL. Only inline data is accepted.
+	if refs := fileReferences(cfg, contextName); len(refs) > 0 {
+		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient,
+			"context %q of the kubeconfig refers to local files (%s), which the service does not read: embed their content instead (token, client-certificate-data, client-key-data, certificate-authority-data)",
+			contextName, strings.Join(refs, ", "))
+	}
 	overrides := &clientcmd.ConfigOverrides{}
 	if env.Spec.AllowInsecureSkipTLSVerify {
 		overrides.ClusterInfo.InsecureSkipTLSVerify = true
@@ -82,7 +94,33 @@ func Resolve(env *v1.GitOpsDeploymentManagedEnvironment, secret *corev1.Secret) 
 		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient,
 			"context %q authenticates with an exec or auth-provider plugin, which the service cannot run: use a bearer token", contextName)
 	}
+	if restConfig.BearerToken == "" && (len(restConfig.CertData) == 0 || len(restConfig.KeyData) == 0) &&
+		(restConfig.Username == "" || restConfig.Password == "") {
+		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient,
+			"context %q of the kubeconfig has no credentials: use a bearer token", contextName)
+	}
 	return &Connection{Config: restConfig, ContextName: contextName}, nil
+}
+
+// fileReferences lists the fields of context contextName's user and cluster that name files.
+func fileReferences(cfg *clientcmdapi.Config, contextName string) []string {
+	var refs []string
+	c := cfg.Contexts[contextName]
+	if user, ok := cfg.AuthInfos[c.AuthInfo]; ok && user != nil {
+		if user.TokenFile != "" {
+			refs = append(refs, "tokenFile")
+		}
+		if user.ClientCertificate != "" {
+			refs = append(refs, "client-certificate")
+		}
+		if user.ClientKey != "" {
+			refs = append(refs, "client-key")
+		}
+	}
+	if cluster := cfg.Clusters[c.Cluster]; cluster != nil && cluster.CertificateAuthority != "" {
+		refs = append(refs, "certificate-authority")
+	}
+	return refs
 }
 
 // contextFor returns the context whose cluster's server is apiURL: the current context when

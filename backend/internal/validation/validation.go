@@ -5,6 +5,7 @@
 package validation
 
 import (
+	"slices"
 	"strings"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -30,10 +31,15 @@ func GitOpsDeploymentAdmission(depl *v1.GitOpsDeployment) error {
 		return conditions.Userf("spec.destination.namespace %q: without spec.destination.environment a GitOpsDeployment can only deploy to its own namespace %q",
 			depl.Spec.Destination.Namespace, depl.Namespace)
 	}
-	for _, opt := range SyncOptions(depl) {
+	opts := SyncOptions(depl)
+	for _, opt := range opts {
 		if err := argocd.ValidateSyncOption(opt); err != nil {
 			return conditions.Userf("spec.syncPolicy.syncOptions: %s", err.Error())
 		}
+	}
+	if slices.Contains(opts, string(v1.SyncOptionCreateNamespaceTrue)) && slices.Contains(opts, string(v1.SyncOptionCreateNamespaceFalse)) {
+		return conditions.Userf("spec.syncPolicy.syncOptions: %s and %s contradict each other; keep one of them",
+			v1.SyncOptionCreateNamespaceTrue, v1.SyncOptionCreateNamespaceFalse)
 	}
 	return nil
 }
