@@ -51,6 +51,10 @@ BENCH_FLAGS ?=
 bench-pipeline: deps binaries ## Benchmark the core pipeline on the local stack against creating Applications directly.
 	go run ./tests-e2e/cmd/bench-pipeline $(BENCH_FLAGS)
 
+.PHONY: bench-deploy
+bench-deploy: deps binaries ## Time one deployment to Synced/Healthy through the service against Argo CD directly (real Argo CD).
+	go run ./tests-e2e/cmd/bench-deploy $(BENCH_FLAGS)
+
 .PHONY: deps
 deps: ## Install missing system packages (PostgreSQL, git, Redis) from Debian.
 	hack/install-deps.sh
@@ -75,9 +79,10 @@ generate: tools ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: tools ## Generate CRDs (manifests/crd/bases), webhook configurations (manifests/webhook) and one ClusterRole per binary (manifests/rbac/<binary>).
+manifests: tools ## Generate CRDs (manifests/crd/bases), webhook configurations (manifests/webhook, manifests/webhook/appstudio-controller) and one ClusterRole per binary (manifests/rbac/<binary>).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=manifests/crd/bases
 	$(CONTROLLER_GEN) webhook paths=./backend/... output:webhook:dir=manifests/webhook
+	$(CONTROLLER_GEN) webhook paths=./appstudio-controller/... output:webhook:dir=manifests/webhook/appstudio-controller
 	for b in $(BINARIES); do $(CONTROLLER_GEN) rbac:roleName=gitops-service-$$b paths=./$$b/... output:rbac:dir=manifests/rbac/$$b; done
 
 .PHONY: fmt

@@ -141,7 +141,7 @@ func run(cfg config) error {
 	}
 	res.RSSMiB, res.PeakRSSMiB = map[string]float64{}, map[string]float64{}
 	for name, p := range s.Processes {
-		res.RSSMiB[name], res.PeakRSSMiB[name] = rss(p.Pid())
+		res.RSSMiB[name], res.PeakRSSMiB[name] = stack.RSSMiB(p.Pid())
 	}
 	return report(cfg.Out, res)
 }
@@ -297,7 +297,7 @@ func statusLatency(ctx context.Context, c client.WithWatch, cfg config, namespac
 		latencies = append(latencies, float64(time.Since(start).Microseconds())/1000)
 	}
 	slices.Sort(latencies)
-	return map[string]float64{"p50": percentile(latencies, 0.50), "p95": percentile(latencies, 0.95), "p99": percentile(latencies, 0.99)}, nil
+	return map[string]float64{"p50": stack.Percentile(latencies, 0.50), "p95": stack.Percentile(latencies, 0.95), "p99": stack.Percentile(latencies, 0.99)}, nil
 }
 
 func waitRevision(w watch.Interface, namespace, name, revision string) error {
@@ -316,13 +316,6 @@ func waitRevision(w watch.Interface, namespace, name, revision string) error {
 			return fmt.Errorf("status of %s/%s never showed %s", namespace, name, revision)
 		}
 	}
-}
-
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
 func resetStatements(ctx context.Context, url string) error {
@@ -407,24 +400,6 @@ func cpuByProgram() map[string]float64 {
 		out[filepath.Base(exe)] += (utime + stime) / 100 // USER_HZ is 100 on Linux
 	}
 	return out
-}
-
-// rss reads the resident and peak resident set sizes of a process, in MiB.
-func rss(pid int) (current, peak float64) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		var kb float64
-		if _, err := fmt.Sscanf(line, "VmRSS: %f kB", &kb); err == nil {
-			current = kb / 1024
-		}
-		if _, err := fmt.Sscanf(line, "VmHWM: %f kB", &kb); err == nil {
-			peak = kb / 1024
-		}
-	}
-	return current, peak
 }
 
 func report(out string, res *Result) error {

@@ -1,0 +1,171 @@
+// Command bench-deploy measures, on the local stack with a real Argo CD, how long one
+// deployment takes from `kubectl apply` to Synced/Healthy: a GitOpsDeployment through the
+// whole service, against an Argo CD Application of the same repository created directly
+// (the floor), alternating the two in the same run. It also reports how long the stack took
+// to start and the resident memory of every process.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	healthlib "github.com/argoproj/gitops-engine/pkg/health"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/tests-e2e/gitserver"
+	"github.com/gitops-service/gitops-service/tests-e2e/stack"
+)
+
+// Result is what the benchmark writes to <out>/bench-deploy.json.
+type Result struct {
+	Samples      int     `json:"samples"`
+	StartSeconds float64 `json:"stackStartSeconds"`
+	// Seconds from create to Synced/Healthy, p50 and max of the samples.
+	ServiceP50Seconds float64            `json:"serviceP50Seconds"`
+	ServiceMaxSeconds float64            `json:"serviceMaxSeconds"`
+	FloorP50Seconds   float64            `json:"floorP50Seconds"`
+	FloorMaxSeconds   float64            `json:"floorMaxSeconds"`
+	Ratio             float64            `json:"ratioP50"`
+	RSSMiB            map[string]float64 `json:"rssMiB"`
+}
+
+func main() {
+	samples := flag.Int("samples", 5, "Deployments of each kind to time.")
+	out := flag.String("out", ".local/bench-deploy", "Directory for the stack and the results.")
+	flag.Parse()
+	if err := run(*samples, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-deploy:", err)
+		os.Exit(1)
+	}
+}
+
+func run(samples int, out string) error {
+	ctrl.SetLogger(logr.Discard())
+	ctx := context.Background()
+	start := time.Now()
+	s, err := stack.Start(ctx, stack.Options{
+		Dir: filepath.Join(out, "stack"), ArgoCD: true, GitServer: &gitserver.Options{Addr: "127.0.0.1:0"},
+		Binaries: []string{"backend", "cluster-agent"},
+		Progress: func(step string) { fmt.Fprintf(os.Stderr, "==> %s\n", step) },
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Stop() }()
+	res := &Result{Samples: samples, StartSeconds: time.Since(start).Seconds(), RSSMiB: map[string]float64{}}
+	if err := s.Git.Create("bench", nil); err != nil {
+		return err
+	}
+	if _, err := s.Git.Commit("bench", map[string]string{
+		"app/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bench\ndata:\n  k: v\n",
+	}, "bench"); err != nil {
+		return err
+	}
+	c := s.ControlPlane.Client
+	var service, floor []float64
+	for i := range samples {
+		for _, kind := range []string{"floor", "service"} {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: kind + "-"}}
+			if err := c.Create(ctx, ns); err != nil {
+				return err
+			}
+			var took float64
+			if kind == "floor" {
+				took, err = timeApplication(ctx, c, ns.Name, s.Git.URL("bench"))
+				floor = append(floor, took)
+			} else {
+				took, err = timeGitOpsDeployment(ctx, c, ns.Name, s.Git.URL("bench"))
+				service = append(service, took)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "==> sample %d %s: %.2fs\n", i+1, kind, took)
+		}
+	}
+	sort.Float64s(service)
+	sort.Float64s(floor)
+	res.ServiceP50Seconds, res.ServiceMaxSeconds = stack.Percentile(service, 0.5), service[len(service)-1]
+	res.FloorP50Seconds, res.FloorMaxSeconds = stack.Percentile(floor, 0.5), floor[len(floor)-1]
+	res.Ratio = res.ServiceP50Seconds / res.FloorP50Seconds
+	for name, pid := range s.AllProcesses() {
+		res.RSSMiB[name], _ = stack.RSSMiB(pid)
+	}
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(data))
+	return os.WriteFile(filepath.Join(out, "bench-deploy.json"), data, 0o644)
+}
+
+// timeGitOpsDeployment creates a GitOpsDeployment and times it to Synced/Healthy.
+func timeGitOpsDeployment(ctx context.Context, c client.Client, namespace, repoURL string) (float64, error) {
+	depl := &v1.GitOpsDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: namespace},
+		Spec: v1.GitOpsDeploymentSpec{Source: v1.ApplicationSource{RepoURL: repoURL, Path: "app"},
+			Type: v1.GitOpsDeploymentSpecTypeAutomated},
+	}
+	start := time.Now()
+	if err := c.Create(ctx, depl); err != nil {
+		return 0, err
+	}
+	return poll(ctx, start, func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(depl), depl)
+		return depl.Status.Sync.Status == v1.SyncStatusCodeSynced && depl.Status.Health.Status == v1.HealthStatusCodeHealthy, err
+	})
+}
+
+// timeApplication creates the Argo CD Application a user of Argo CD would write for the
+// same deployment and times it to Synced/Healthy.
+func timeApplication(ctx context.Context, c client.Client, namespace, repoURL string) (float64, error) {
+	app := &argov1alpha1.Application{
+		ObjectMeta: metav1.ObjectMeta{Name: "floor-" + namespace, Namespace: stack.EngineNamespace},
+		Spec: argov1alpha1.ApplicationSpec{
+			Project:     "default",
+			Source:      &argov1alpha1.ApplicationSource{RepoURL: repoURL, Path: "app"},
+			Destination: argov1alpha1.ApplicationDestination{Server: argov1alpha1.KubernetesInternalAPIServerAddr, Namespace: namespace},
+			SyncPolicy:  &argov1alpha1.SyncPolicy{Automated: &argov1alpha1.SyncPolicyAutomated{Prune: true, SelfHeal: true}},
+		},
+	}
+	start := time.Now()
+	if err := c.Create(ctx, app); err != nil {
+		return 0, err
+	}
+	return poll(ctx, start, func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(app), app)
+		return app.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced && app.Status.Health.Status == healthlib.HealthStatusHealthy, err
+	})
+}
+
+// poll checks done every 50ms for up to two minutes and returns the seconds since start.
+func poll(ctx context.Context, start time.Time, done func() (bool, error)) (float64, error) {
+	deadline := start.Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		ok, err := done()
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return time.Since(start).Seconds(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return 0, fmt.Errorf("not Synced/Healthy after two minutes")
+}
