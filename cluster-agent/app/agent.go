@@ -116,7 +116,7 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 	projects := &argoapp.Projects{Client: c, DB: bdb, Store: store, Identity: id}
 	handlers := map[db.OperationResourceType]operation.Handler{
 		db.OperationResourceApplication: &argoapp.Applications{
-			Client: c, DB: bdb, Store: store, Identity: id, Projects: projects,
+			Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Projects: projects,
 			DeletionTimeout: opts.ApplicationDeletionTimeout, PollInterval: opts.DeletionPollInterval,
 		},
 		db.OperationResourceAppProject: projects,

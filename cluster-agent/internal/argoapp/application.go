@@ -37,10 +37,13 @@ const argoFinalizerDomain = "argocd.argoproj.io"
 // which is the GitOpsDeployment's UID).
 type Applications struct {
 	// Client reads Argo CD Applications from the manager's cache and writes them.
-	Client   client.Client
-	DB       bun.IDB
-	Store    Store
-	Identity engine.Identity
+	Client client.Client
+	// APIReader reads from the API server directly: before deletion is reported done, an
+	// Application the cache does not show (yet) is looked for there.
+	APIReader client.Reader
+	DB        bun.IDB
+	Store     Store
+	Identity  engine.Identity
 	// Projects applies the tenant's AppProject before its Applications.
 	Projects *Projects
 	// DeletionTimeout is how long Argo CD gets to prune a deleted Application's resources
@@ -95,9 +98,15 @@ func (a *Applications) Handle(ctx context.Context, t operation.Target) (operatio
 // waits until Argo CD has pruned its resources and the object is gone, or, past
 // DeletionTimeout, removes Argo CD's finalizers so that it goes.
 func (a *Applications) delete(ctx context.Context, t operation.Target) (operation.Outcome, error) {
-	apps, err := a.find(ctx, t.ResourceID)
+	apps, err := a.find(ctx, a.Client, t.ResourceID)
 	if err != nil {
 		return operation.Outcome{}, err
+	}
+	if len(apps) == 0 && a.APIReader != nil {
+		// An Application created moments ago may not be in the cache yet.
+		if apps, err = a.find(ctx, a.APIReader, t.ResourceID); err != nil {
+			return operation.Outcome{}, err
+		}
 	}
 	tenantID := t.TenantID
 	var waiting, forced []string
@@ -160,12 +169,13 @@ func (a *Applications) awaitDeletion(ctx context.Context, app *argov1alpha1.Appl
 	return true, a.poll(), nil
 }
 
-// find returns the Argo CD Applications of an application id: by name and by label.
-func (a *Applications) find(ctx context.Context, applicationID string) ([]argov1alpha1.Application, error) {
+// find returns the Argo CD Applications of an application id, by name and by label, as
+// reader sees them.
+func (a *Applications) find(ctx context.Context, reader client.Reader, applicationID string) ([]argov1alpha1.Application, error) {
 	byName := argocd.ApplicationName(types.UID(applicationID))
 	found := map[string]argov1alpha1.Application{}
 	app := &argov1alpha1.Application{}
-	err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Identity.Namespace, Name: byName}, app)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: a.Identity.Namespace, Name: byName}, app)
 	switch {
 	case err == nil:
 		found[app.Name] = *app
@@ -173,7 +183,7 @@ func (a *Applications) find(ctx context.Context, applicationID string) ([]argov1
 		return nil, fmt.Errorf("reading Argo CD Application %s: %w", byName, err)
 	}
 	list := &argov1alpha1.ApplicationList{}
-	if err := a.Client.List(ctx, list, client.InNamespace(a.Identity.Namespace),
+	if err := reader.List(ctx, list, client.InNamespace(a.Identity.Namespace),
 		client.MatchingLabels{argocd.LabelApplicationID: applicationID}); err != nil {
 		return nil, fmt.Errorf("listing Argo CD Applications of application %s: %w", applicationID, err)
 	}

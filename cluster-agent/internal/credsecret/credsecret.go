@@ -83,10 +83,13 @@ func (c *Clusters) Handle(ctx context.Context, t operation.Target) (operation.Ou
 }
 
 // ClusterFromCredentials describes a managed environment's cluster for its Argo CD cluster
-// Secret. The bearer token is the stored one or, failing that, the token of the kubeconfig
-// user of the context (KubeconfigContext, else the current or first context) that uses the
-// kubeconfig cluster whose server is the API URL; the CA comes from that cluster. A
-// non-empty second result says, without quoting any credential, why it cannot be used.
+// Secret. The credentials are the stored bearer token (a ServiceAccount token the backend
+// installed) or, failing that, those of the kubeconfig user of the context
+// (KubeconfigContext, else the current or first context) that uses the kubeconfig cluster
+// whose server is the API URL: its token, else its client certificate and key (inline data;
+// the backend refuses file paths), else its username and password. The CA comes from that
+// cluster. A non-empty second result says, without quoting any credential, why it cannot
+// be used.
 func ClusterFromCredentials(envID, tenantID string, creds *db.ClusterCredentials) (argocd.Cluster, string) {
 	cluster := argocd.Cluster{
 		ManagedEnvironmentID: envID,
@@ -113,19 +116,26 @@ func ClusterFromCredentials(envID, tenantID string, creds *db.ClusterCredentials
 		cluster.CAData = kc.CertificateAuthorityData
 		if cluster.BearerToken == "" {
 			if user := userOf(cfg, clusterName, creds.KubeconfigContext); user != nil {
-				cluster.BearerToken = user.Token
+				switch {
+				case user.Token != "":
+					cluster.BearerToken = user.Token
+				case len(user.ClientCertificateData) > 0 && len(user.ClientKeyData) > 0:
+					cluster.CertData, cluster.KeyData = user.ClientCertificateData, user.ClientKeyData
+				case user.Username != "" && user.Password != "":
+					cluster.Username, cluster.Password = user.Username, user.Password
+				}
 			}
 		}
 	}
-	if cluster.BearerToken == "" {
-		return argocd.Cluster{}, "the managed environment's credentials have no bearer token: Argo CD is given token credentials only " +
-			"(use a kubeconfig with a token, or createNewServiceAccount: true)"
+	if cluster.BearerToken == "" && len(cluster.CertData) == 0 && cluster.Username == "" {
+		return argocd.Cluster{}, "the managed environment's credentials have no bearer token, client certificate and key, or username and password: " +
+			"use a kubeconfig whose user has one of them inline, or createNewServiceAccount: true"
 	}
 	return cluster, ""
 }
 
-// clusterByServer finds the kubeconfig cluster whose server is apiURL (by name order, for
-// a stable choice).
+// clusterByServer finds the kubeconfig cluster whose server is apiURL, ignoring trailing
+// slashes as the backend does (by name order, for a stable choice).
 func clusterByServer(cfg *clientcmdapi.Config, apiURL string) (string, *clientcmdapi.Cluster) {
 	names := make([]string, 0, len(cfg.Clusters))
 	for name := range cfg.Clusters {
@@ -133,7 +143,7 @@ func clusterByServer(cfg *clientcmdapi.Config, apiURL string) (string, *clientcm
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if c := cfg.Clusters[name]; c != nil && c.Server == apiURL {
+		if c := cfg.Clusters[name]; c != nil && argocd.SameAPIURL(c.Server, apiURL) {
 			return name, c
 		}
 	}

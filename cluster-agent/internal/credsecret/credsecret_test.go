@@ -20,9 +20,13 @@ func kubeconfig(t *testing.T, mutate func(*clientcmdapi.Config)) db.Secret {
 	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: "admin-token"}
 	cfg.AuthInfos["viewer"] = &clientcmdapi.AuthInfo{Token: "viewer-token"}
 	cfg.AuthInfos["cert"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("c"), ClientKeyData: []byte("k")}
+	cfg.AuthInfos["basic"] = &clientcmdapi.AuthInfo{Username: "u", Password: "p"}
+	cfg.AuthInfos["empty"] = &clientcmdapi.AuthInfo{}
 	cfg.Contexts["a-admin"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: "admin"}
 	cfg.Contexts["b-viewer"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: "viewer"}
 	cfg.Contexts["c-cert"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: "cert"}
+	cfg.Contexts["d-basic"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: "basic"}
+	cfg.Contexts["e-empty"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: "empty"}
 	cfg.Contexts["other"] = &clientcmdapi.Context{Cluster: "other", AuthInfo: "admin"}
 	cfg.CurrentContext = "other"
 	if mutate != nil {
@@ -40,6 +44,10 @@ func TestClusterFromCredentials(t *testing.T) {
 		name      string
 		creds     db.ClusterCredentials
 		wantToken string
+		wantCert  string
+		wantKey   string
+		wantUser  string
+		wantPass  string
 		wantCA    string
 		problem   string
 	}{
@@ -55,9 +63,19 @@ func TestClusterFromCredentials(t *testing.T) {
 			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil)}},
 		{name: "named context of another cluster is ignored", wantToken: "admin-token", wantCA: "target-ca",
 			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "other"}},
-		{name: "client certificate only",
-			creds:   db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "c-cert"},
-			problem: "the managed environment's credentials have no bearer token: Argo CD is given token credentials only (use a kubeconfig with a token, or createNewServiceAccount: true)"},
+		{name: "client certificate", wantCert: "c", wantKey: "k", wantCA: "target-ca",
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "c-cert"}},
+		{name: "username and password", wantUser: "u", wantPass: "p", wantCA: "target-ca",
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "d-basic"}},
+		{name: "stored bearer token wins over a client certificate", wantToken: "sa-token", wantCA: "target-ca",
+			creds: db.ClusterCredentials{Host: apiURL, BearerToken: "sa-token", Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "c-cert"}},
+		{name: "API URL with a trailing slash", wantToken: "admin-token", wantCA: "target-ca",
+			creds: db.ClusterCredentials{Host: apiURL + "/", Kubeconfig: kubeconfig(t, nil)}},
+		{name: "kubeconfig server with a trailing slash", wantToken: "admin-token", wantCA: "target-ca",
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["target"].Server = apiURL + "/" })}},
+		{name: "no credentials",
+			creds:   db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "e-empty"},
+			problem: "the managed environment's credentials have no bearer token, client certificate and key, or username and password: use a kubeconfig whose user has one of them inline, or createNewServiceAccount: true"},
 		{name: "no cluster with the API URL",
 			creds:   db.ClusterCredentials{Host: "https://nowhere.example.com", Kubeconfig: kubeconfig(t, nil)},
 			problem: "the managed environment's kubeconfig has no cluster whose server is https://nowhere.example.com"},
@@ -81,6 +99,10 @@ func TestClusterFromCredentials(t *testing.T) {
 			g.Expect(cluster.TenantID).To(Equal("tenant-1"))
 			g.Expect(cluster.APIURL).To(Equal(apiURL))
 			g.Expect(cluster.BearerToken).To(Equal(tt.wantToken))
+			g.Expect(string(cluster.CertData)).To(Equal(tt.wantCert))
+			g.Expect(string(cluster.KeyData)).To(Equal(tt.wantKey))
+			g.Expect(cluster.Username).To(Equal(tt.wantUser))
+			g.Expect(cluster.Password).To(Equal(tt.wantPass))
 			g.Expect(string(cluster.CAData)).To(Equal(tt.wantCA))
 			g.Expect(cluster.Insecure).To(BeTrue())
 			g.Expect(cluster.Namespaces).To(Equal([]string{"a", "b"}))
