@@ -1,6 +1,7 @@
 // Package app wires the appstudio-controller (public so that integration tests can run it
 // in-process): its flags and controllers. The controllers translate the AppStudio API into
-// the core GitOps Service API; they need no database.
+// the core GitOps Service API; they need no database. With --enable-webhooks it also serves
+// the AppStudio API's validating admission webhooks.
 package app
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/environment"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/promotion"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/provisioner"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/webhook"
 )
 
 // Options are the appstudio-controller's own flags.
@@ -28,6 +30,9 @@ type Options struct {
 	// PromotionTimeout is how long a PromotionRun waits for every component to be Synced
 	// and Healthy before it completes with Failure.
 	PromotionTimeout time.Duration
+	// EnableWebhooks serves the validating admission webhooks (package webhook) on the
+	// manager's webhook server.
+	EnableWebhooks bool
 }
 
 // BindFlags registers the options on fs.
@@ -37,6 +42,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"API server URL (as reachable by Argo CD) written into the kubeconfigs of the built-in "+provisioner.Name+
 			" DeploymentTarget provisioner; empty disables the provisioner.")
 	fs.DurationVar(&o.PromotionTimeout, "promotion-timeout", 10*time.Minute, "How long a PromotionRun waits for all components to be Synced and Healthy before it fails.")
+	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (port 9443, serving certificate tls.crt/tls.key in /tmp/k8s-webhook-server/serving-certs).")
 }
 
 // Setup adds the controllers to mgr.
@@ -68,6 +74,11 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("deploymenttarget-binder"), MaxConcurrentReconciles: workers,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return err
+	}
+	if o.EnableWebhooks {
+		if err := webhook.Setup(ctx, mgr); err != nil {
+			return err
+		}
 	}
 	if o.ProvisionerAPIServerURL != "" {
 		if err := (&provisioner.ClaimReconciler{

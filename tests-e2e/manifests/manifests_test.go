@@ -482,9 +482,10 @@ func checkPodSpec(t *testing.T, d *appsv1.Deployment, objs []*unstructured.Unstr
 	}
 }
 
-// checkWebhookWiring requires the webhook configuration to call a Service of the build that
-// selects the backend's webhook port, and, with cert-manager, a CA injected from the
-// Certificate whose Secret the backend mounts.
+// checkWebhookWiring requires every webhook to call a Service of the build that selects the
+// pods of one of the build's Deployments (the backend's, the appstudio-controller's) on the
+// webhook port, and, with cert-manager, a CA injected from the Certificate whose Secret that
+// Deployment mounts.
 func checkWebhookWiring(t *testing.T, objs []*unstructured.Unstructured, certManager bool) {
 	t.Helper()
 	var webhooks []*unstructured.Unstructured
@@ -496,13 +497,10 @@ func checkWebhookWiring(t *testing.T, objs []*unstructured.Unstructured, certMan
 	if len(webhooks) == 0 {
 		t.Fatalf("no webhook configuration")
 	}
-	backend := find(objs, "apps", "Deployment", "gitops-service", "gitops-service-backend")
-	if backend == nil {
-		t.Fatalf("no backend Deployment")
-	}
-	var d appsv1.Deployment
-	mustConvert(t, backend, &d)
+	deployments := deploymentsOf(t, objs)
 	for _, w := range webhooks {
+		// The Deployments that serve this configuration's webhooks.
+		var servers []*appsv1.Deployment
 		hooks, _, _ := unstructured.NestedSlice(w.Object, "webhooks")
 		for _, h := range hooks {
 			svcRef, _, _ := unstructured.NestedMap(h.(map[string]any), "clientConfig", "service")
@@ -515,9 +513,17 @@ func checkWebhookWiring(t *testing.T, objs []*unstructured.Unstructured, certMan
 			}
 			var svc corev1.Service
 			mustConvert(t, svcObj, &svc)
-			if !matches(svc.Spec.Selector, d.Spec.Template.Labels) {
-				t.Errorf("Service %s does not select the backend's pods", name)
+			var d *appsv1.Deployment
+			for _, candidate := range deployments {
+				if candidate.Namespace == svc.Namespace && matches(svc.Spec.Selector, candidate.Spec.Template.Labels) {
+					d = candidate
+				}
 			}
+			if d == nil {
+				t.Errorf("Service %s does not select the pods of any Deployment of the build", name)
+				continue
+			}
+			servers = append(servers, d)
 			port := int64(443)
 			if p, ok := svcRef["port"].(int64); ok {
 				port = p
@@ -529,7 +535,7 @@ func checkWebhookWiring(t *testing.T, objs []*unstructured.Unstructured, certMan
 				}
 			}
 			if !found {
-				t.Errorf("Service %s has no port %d to the backend's webhook port", name, port)
+				t.Errorf("Service %s has no port %d to the webhook port of Deployment %s", name, port, d.Name)
 			}
 		}
 		inject := w.GetAnnotations()["cert-manager.io/inject-ca-from"]
@@ -546,8 +552,10 @@ func checkWebhookWiring(t *testing.T, objs []*unstructured.Unstructured, certMan
 			continue
 		}
 		secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
-		if secretMountFor(d.Spec.Template.Spec, d.Spec.Template.Spec.Containers[0], "/tmp/k8s-webhook-server/serving-certs") != secretName {
-			t.Errorf("the backend does not mount the Certificate's Secret %s as its webhook certificate", secretName)
+		for _, d := range servers {
+			if secretMountFor(d.Spec.Template.Spec, d.Spec.Template.Spec.Containers[0], "/tmp/k8s-webhook-server/serving-certs") != secretName {
+				t.Errorf("Deployment %s does not mount the Certificate's Secret %s as its webhook certificate", d.Name, secretName)
+			}
 		}
 		issuer, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
 		if find(objs, "cert-manager.io", "Issuer", ns, issuer) == nil {
