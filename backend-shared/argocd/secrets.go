@@ -20,25 +20,50 @@ const (
 	LabelRepositoryCredID     = "managed-gitops.redhat.com/repository-credential-id"
 )
 
-// Cluster is what a cluster Secret says about a managed environment.
+// NormalizeAPIURL is the form in which API URLs are compared: without trailing slashes,
+// which do not change the server a client reaches (spec.apiURL is stored as given). The backend (choosing the
+// kubeconfig context of spec.apiURL) and the cluster-agent (finding the kubeconfig cluster
+// of the stored API URL) both compare with it, so that they always agree.
+func NormalizeAPIURL(apiURL string) string {
+	return strings.TrimRight(apiURL, "/")
+}
+
+// SameAPIURL says whether two API URLs name the same server (see NormalizeAPIURL).
+func SameAPIURL(a, b string) bool {
+	return NormalizeAPIURL(a) == NormalizeAPIURL(b)
+}
+
+// Cluster is what a cluster Secret says about a managed environment. Argo CD authenticates
+// with the bearer token, else the client certificate and key, else the username and
+// password.
 type Cluster struct {
 	ManagedEnvironmentID string
 	TenantID             string
 	APIURL               string
 	BearerToken          string
-	CAData               []byte
-	Insecure             bool
-	Namespaces           []string
-	ClusterResources     bool
+	// CertData and KeyData are a PEM client certificate and its key.
+	CertData []byte
+	KeyData  []byte
+	Username string
+	Password string
+	CAData   []byte
+	Insecure bool
+	// Namespaces limits Argo CD to these namespaces; empty means cluster-wide.
+	Namespaces       []string
+	ClusterResources bool
 }
 
 // ClusterSecret is the Argo CD cluster Secret of a managed environment.
 func ClusterSecret(namespace string, c Cluster) (*corev1.Secret, error) {
 	config, err := json.Marshal(argov1alpha1.ClusterConfig{
 		BearerToken: c.BearerToken,
+		Username:    c.Username,
+		Password:    c.Password,
 		TLSClientConfig: argov1alpha1.TLSClientConfig{
 			Insecure: c.Insecure,
 			CAData:   c.CAData,
+			CertData: c.CertData,
+			KeyData:  c.KeyData,
 		},
 	})
 	if err != nil {

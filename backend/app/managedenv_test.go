@@ -152,9 +152,6 @@ func TestManagedEnvironmentProblemsAreReported(t *testing.T) {
 		{name: "bad-namespaces", secretType: v1.ManagedEnvironmentSecretType, data: map[string][]byte{"kubeconfig": good},
 			mutate: func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.Namespaces = []string{"Not_A_Namespace"} },
 			reason: v1.ManagedEnvironmentReasonInvalidNamespaceList, message: "not a valid namespace name"},
-		{name: "new-sa", secretType: v1.ManagedEnvironmentSecretType, data: map[string][]byte{"kubeconfig": good},
-			mutate: func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.CreateNewServiceAccount = true },
-			reason: v1.ManagedEnvironmentReasonUnableToInstallServiceAccount, message: "not supported"},
 	}
 	for _, tc := range cases {
 		mutate := tc.mutate

@@ -1,7 +1,8 @@
 // Package managedenv reconciles GitOpsDeploymentManagedEnvironments: it checks the
 // kubeconfig Secret, proves the credentials against the cluster, stores them encrypted with
-// the managed environment's row, and signals the cluster-agent to write Argo CD's cluster
-// Secret. Its condition ConnectionInitializationSucceeded says what went wrong, if anything.
+// the managed environment's row (with createNewServiceAccount: installs a ServiceAccount
+// with them and stores its token instead), and signals the cluster-agent to write Argo CD's
+// cluster Secret. Its condition ConnectionInitializationSucceeded says what went wrong, if anything.
 package managedenv
 
 import (
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
@@ -16,12 +18,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
@@ -134,25 +138,34 @@ func (r *Reconciler) connect(ctx context.Context, env *v1.GitOpsDeploymentManage
 	if err != nil {
 		return err
 	}
-	if env.Spec.CreateNewServiceAccount {
-		// Refuse rather than deploy with credentials the user did not mean Argo CD to use.
-		return credErr(v1.ManagedEnvironmentReasonUnableToInstallServiceAccount,
-			"spec.createNewServiceAccount is not supported by this version of the GitOps Service: set it to false to use the Secret's credentials")
-	}
 	if err := Verify(ctx, conn, env.Spec.Namespaces); err != nil {
 		return err
 	}
-	creds := &db.ClusterCredentials{
-		Host:                       env.Spec.APIURL,
-		Kubeconfig:                 db.Secret(secret.Data["kubeconfig"]),
-		KubeconfigContext:          conn.ContextName,
-		AllowInsecureSkipTLSVerify: env.Spec.AllowInsecureSkipTLSVerify,
-		Namespaces:                 env.Spec.Namespaces,
-		ClusterResources:           env.Spec.ClusterResources,
+	var creds *db.ClusterCredentials
+	if env.Spec.CreateNewServiceAccount {
+		// The user's credentials install a ServiceAccount and are then dropped: only the
+		// ServiceAccount's token (and the cluster's address and CA) is stored.
+		token, err := installServiceAccount(ctx, conn, env, r.storedServiceAccountToken(ctx, env))
+		if err != nil {
+			return err
+		}
+		if creds, err = serviceAccountCredentials(env, conn, token); err != nil {
+			return err
+		}
+	} else {
+		creds = &db.ClusterCredentials{
+			Host:                       env.Spec.APIURL,
+			Kubeconfig:                 db.Secret(secret.Data["kubeconfig"]),
+			KubeconfigContext:          conn.ContextName,
+			AllowInsecureSkipTLSVerify: env.Spec.AllowInsecureSkipTLSVerify,
+			Namespaces:                 env.Spec.Namespaces,
+			ClusterResources:           env.Spec.ClusterResources,
+		}
 	}
 	var (
-		engine *db.EngineInstance
-		op     *db.Operation
+		engine   *db.EngineInstance
+		op       *db.Operation
+		replaced *db.ClusterCredentials
 	)
 	err = r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		tenant, err := r.Tenancy.Tenant(ctx, tx, env.Namespace)
@@ -162,58 +175,114 @@ func (r *Reconciler) connect(ctx context.Context, env *v1.GitOpsDeploymentManage
 		if engine, err = r.Tenancy.EngineInstance(ctx, tx, tenant); err != nil {
 			return err
 		}
-		envID, changed, err := r.store(ctx, tx, tenant, env, creds)
+		envID, changed, prev, err := r.store(ctx, tx, tenant, env, creds)
 		if err != nil || !changed {
 			return err
 		}
+		replaced = prev
 		op, err = r.Signal.Row(ctx, tx, engine, tenant.ID, db.OperationResourceManagedEnvironment, envID)
 		return err
 	})
 	if err != nil || op == nil {
 		return err
 	}
-	return r.Signal.CR(ctx, engine, op)
+	err = r.Signal.CR(ctx, engine, op)
+	// A ServiceAccount installed earlier that is no longer used (createNewServiceAccount was
+	// turned off, or spec.apiURL names another cluster) is removed with its own token.
+	if replaced != nil && replaced.ServiceAccountNamespace != "" &&
+		(creds.ServiceAccountNamespace == "" || !argocd.SameAPIURL(replaced.Host, creds.Host)) {
+		r.uninstall(ctx, replaced, string(env.UID))
+	}
+	return err
 }
 
-// store writes the environment's row and credentials, reporting whether they changed.
+// storedServiceAccountToken is the ServiceAccount token stored for env on its current
+// cluster, or "" (none, or it cannot be read).
+func (r *Reconciler) storedServiceAccountToken(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) string {
+	tenant, err := r.Tenancy.ExistingTenant(ctx, r.DB, env.Namespace)
+	if err != nil {
+		return ""
+	}
+	m, err := r.Store.GetAPICRMapping(ctx, r.DB, tenant.ID, db.APIResourceManagedEnvironment, string(env.UID))
+	if err != nil {
+		return ""
+	}
+	creds, err := r.Store.GetManagedEnvironmentCredentials(ctx, r.DB, tenant.ID, m.TargetID())
+	if err != nil || creds.ServiceAccountNamespace == "" || !argocd.SameAPIURL(creds.Host, env.Spec.APIURL) {
+		return ""
+	}
+	return string(creds.BearerToken)
+}
+
+// uninstall removes, best effort and bounded in time, the ServiceAccount installed for the
+// ManagedEnvironment uid; a failure is logged (the stored token is the only credential left
+// for it, so there is nothing to retry with once its row is gone).
+func (r *Reconciler) uninstall(ctx context.Context, creds *db.ClusterCredentials, uid string) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := uninstallServiceAccount(ctx, creds, uid); err != nil {
+		ctrl.LoggerFrom(ctx).Info("could not remove the ServiceAccount installed on the target cluster; delete it by hand",
+			"clusterRole", ServiceAccountName(types.UID(uid)), "problem", err.Error())
+	}
+}
+
+// store writes the environment's row and credentials, reporting whether they changed and,
+// if so, the credentials they replaced (nil for a new row).
 func (r *Reconciler) store(ctx context.Context, tx bun.IDB, tenant *db.Tenant, env *v1.GitOpsDeploymentManagedEnvironment,
-	creds *db.ClusterCredentials) (string, bool, error) {
+	creds *db.ClusterCredentials) (string, bool, *db.ClusterCredentials, error) {
 	mapping, err := r.Store.GetAPICRMapping(ctx, tx, tenant.ID, db.APIResourceManagedEnvironment, string(env.UID))
 	if errors.Is(err, db.ErrNotFound) {
 		row := &db.ManagedEnvironment{TenantID: tenant.ID, Name: env.Name}
 		if err := r.Store.CreateManagedEnvironment(ctx, tx, row, creds); err != nil {
-			return "", false, err
+			return "", false, nil, err
 		}
 		_, err := r.Store.GetOrCreateAPICRMapping(ctx, tx, &db.APICRMapping{
 			APIResourceType: db.APIResourceManagedEnvironment, APIResourceUID: string(env.UID),
 			APIResourceName: env.Name, APIResourceNamespace: env.Namespace,
 			TenantID: tenant.ID, ManagedEnvironmentID: row.ID,
 		})
-		return row.ID, true, err
+		return row.ID, true, nil, err
 	}
 	if err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
 	envID := mapping.TargetID()
 	stored, err := r.Store.GetManagedEnvironmentCredentials(ctx, tx, tenant.ID, envID)
 	if err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
 	if sameCredentials(stored, creds) {
-		return envID, false, nil
+		return envID, false, nil, nil
 	}
 	err = r.Store.UpdateManagedEnvironment(ctx, tx, &db.ManagedEnvironment{ID: envID, TenantID: tenant.ID, Name: env.Name}, creds)
-	return envID, true, err
+	return envID, true, stored, err
 }
 
 func sameCredentials(a, b *db.ClusterCredentials) bool {
 	return a.Host == b.Host && a.Kubeconfig == b.Kubeconfig && a.KubeconfigContext == b.KubeconfigContext &&
-		a.BearerToken == b.BearerToken && a.AllowInsecureSkipTLSVerify == b.AllowInsecureSkipTLSVerify &&
+		a.BearerToken == b.BearerToken && a.ServiceAccountNamespace == b.ServiceAccountNamespace &&
+		a.AllowInsecureSkipTLSVerify == b.AllowInsecureSkipTLSVerify &&
 		slices.Equal(a.Namespaces, b.Namespaces) && a.ClusterResources == b.ClusterResources
 }
 
-// remove deletes what is left of the CRs called name in namespace except keepUID.
+// remove deletes what is left of the CRs called name in namespace except keepUID: first,
+// best effort, the ServiceAccounts createNewServiceAccount installed for them (with their
+// stored tokens, before the rows holding those go), then the rows.
 func (r *Reconciler) remove(ctx context.Context, namespace, name, keepUID string) error {
+	if tenant, err := r.Tenancy.ExistingTenant(ctx, r.DB, namespace); err == nil {
+		mappings, err := r.Store.ListAPICRMappingsByName(ctx, r.DB, tenant.ID, db.APIResourceManagedEnvironment, name)
+		if err != nil {
+			return err
+		}
+		for _, m := range mappings {
+			if m.APIResourceUID == keepUID {
+				continue
+			}
+			if creds, err := r.Store.GetManagedEnvironmentCredentials(ctx, r.DB, tenant.ID, m.TargetID()); err == nil && creds.ServiceAccountNamespace != "" {
+				r.uninstall(ctx, creds, m.APIResourceUID)
+			}
+		}
+	}
 	remover := &mapping.Remover{DB: r.DB, Store: r.Store, Tenancy: r.Tenancy, Signal: r.Signal,
 		Kind: db.APIResourceManagedEnvironment, ResourceType: db.OperationResourceManagedEnvironment, DeleteRow: r.Store.DeleteManagedEnvironment}
 	return remover.Remove(ctx, namespace, name, keepUID)

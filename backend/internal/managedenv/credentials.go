@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 )
 
 // CredentialError is a problem with what the user gave: its reason and message go to the
@@ -97,7 +98,7 @@ func Resolve(env *v1.GitOpsDeploymentManagedEnvironment, secret *corev1.Secret) 
 	if restConfig.BearerToken == "" && (len(restConfig.CertData) == 0 || len(restConfig.KeyData) == 0) &&
 		(restConfig.Username == "" || restConfig.Password == "") {
 		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient,
-			"context %q of the kubeconfig has no credentials: use a bearer token", contextName)
+			"context %q of the kubeconfig has no credentials: use a bearer token, a client certificate and key, or a username and password", contextName)
 	}
 	return &Connection{Config: restConfig, ContextName: contextName}, nil
 }
@@ -132,7 +133,7 @@ func contextFor(cfg *clientcmdapi.Config, apiURL string) string {
 			return false
 		}
 		cluster, ok := cfg.Clusters[c.Cluster]
-		return ok && strings.TrimSuffix(cluster.Server, "/") == strings.TrimSuffix(apiURL, "/")
+		return ok && argocd.SameAPIURL(cluster.Server, apiURL)
 	}
 	if matches(cfg.CurrentContext) {
 		return cfg.CurrentContext

@@ -97,7 +97,7 @@ func TestClusterFromCredentials(t *testing.T) {
 			}
 			g.Expect(cluster.ManagedEnvironmentID).To(Equal("env-1"))
 			g.Expect(cluster.TenantID).To(Equal("tenant-1"))
-			g.Expect(cluster.APIURL).To(Equal(apiURL))
+			g.Expect(cluster.APIURL).To(Equal(tt.creds.Host))
 			g.Expect(cluster.BearerToken).To(Equal(tt.wantToken))
 			g.Expect(string(cluster.CertData)).To(Equal(tt.wantCert))
 			g.Expect(string(cluster.KeyData)).To(Equal(tt.wantKey))
