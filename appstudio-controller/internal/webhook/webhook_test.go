@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,8 +92,18 @@ func TestWebhookAllowsOneBindingPerApplicationAndEnvironment(t *testing.T) {
 
 	// The webhook reads through the manager's cache, which sees "first" shortly after.
 	const duplicate = `SnapshotEnvironmentBinding "first" already binds application "app-a" to environment "staging"; update it instead of creating another`
+	// Until it does, a duplicate may pass: remove it and try again.
 	g.Eventually(func() error {
-		return cp.Client.Create(ctx, binding(ns, "second", "app-a", "staging"))
+		dup := binding(ns, "duplicate", "app-a", "staging")
+		err := cp.Client.Create(ctx, dup)
+		if err == nil {
+			g.Expect(cp.Client.Delete(ctx, dup)).To(Succeed())
+			g.Eventually(func() bool {
+				return apierrors.IsNotFound(cp.Client.Get(ctx, client.ObjectKeyFromObject(dup), dup))
+			}, "10s", "50ms").Should(BeTrue())
+			return fmt.Errorf("admitted before the cache held the first binding")
+		}
+		return err
 	}, "10s", "100ms").Should(MatchError(ContainSubstring(duplicate)))
 
 	g.Expect(cp.Client.Create(ctx, binding(ns, "second", "app-a", "production"))).To(Succeed(), "another environment")
