@@ -53,6 +53,22 @@ var _ = Describe("A GitOpsDeployment", func() {
 		update(ctx, depl, false, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path, d.Spec.Source.TargetRevision = "app", first })
 		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v1"))
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(first)))
+
+		By("another repository")
+		otherURL, otherSHA := repository(ns+"-moved", map[string]string{"app/configmap.yaml": ConfigMap("moved", "greeting", "moved")}, nil)
+		update(ctx, depl, false, func(d *v1.GitOpsDeployment) { d.Spec.Source.RepoURL, d.Spec.Source.TargetRevision = otherURL, "" })
+		Eventually(configMap(ctx, f.Client, ns, "moved")).Should(HaveKeyWithValue("greeting", "moved"))
+		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(absent)
+		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(otherSHA)))
+	})
+
+	It("accepts CreateNamespace=true for its own namespace", func(ctx SpecContext) {
+		url, _ := repository(ns, map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "hi")}, nil)
+		depl := gitopsDeployment(ns, "create-ns", url, "app", v1.GitOpsDeploymentSpecTypeAutomated)
+		depl.Spec.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{v1.SyncOptionCreateNamespaceTrue}}
+		Expect(f.Client.Create(ctx, depl)).To(Succeed())
+		Eventually(Object(ctx, f.Client, depl)).Should(BeSyncedAndHealthy())
+		Expect(configMap(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
 	})
 
 	It("with the resources finalizer, prunes what it deployed before it goes", func(ctx SpecContext) {

@@ -46,5 +46,6 @@ var _ = Describe("A GitOpsDeploymentManagedEnvironment", func() {
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(sha)))
 		Expect(configMap(ctx, remote.Client, "prod", "remote")()).To(HaveKeyWithValue("cluster", "prod"))
 		Expect(configMap(ctx, f.Client, ns, "remote")()).To(absent)
+
 	})
 })
