@@ -85,6 +85,10 @@ manifests: tools ## Generate CRDs (manifests/crd/bases), webhook configurations 
 	$(CONTROLLER_GEN) webhook paths=./appstudio-controller/... output:webhook:dir=manifests/webhook/appstudio-controller
 	for b in $(BINARIES); do $(CONTROLLER_GEN) rbac:roleName=gitops-service-$$b paths=./$$b/... output:rbac:dir=manifests/rbac/$$b; done
 
+.PHONY: api-docs
+api-docs: ## Generate the API reference (docs/api) from the CRDs.
+	cd hack/api-docs && GOWORK=off go run . -crds ../../manifests/crd/bases -out ../../docs/api
+
 .PHONY: fmt
 fmt: ## gofmt every module.
 	gofmt -w $(MODULES) hack

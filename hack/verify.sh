@@ -7,9 +7,9 @@ modules=(api db-schema backend-shared backend cluster-agent appstudio-controller
 status=0
 fail() { echo "verify: $*" >&2; status=1; }
 
-generated() { find api -name 'zz_generated*.go'; find manifests/crd manifests/webhook manifests/rbac -type f; }
+generated() { find api -name 'zz_generated*.go'; find manifests/crd manifests/webhook manifests/rbac docs/api -type f; }
 before=$(generated | sort | xargs sha256sum)
-make -s generate manifests
+make -s generate manifests api-docs
 after=$(generated | sort | xargs sha256sum)
 [ "$before" == "$after" ] || fail "generated files were stale (now regenerated): $(diff <(echo "$before") <(echo "$after") | grep '^>' | awk '{print $3}' | tr '\n' ' ')"
 
