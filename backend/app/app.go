@@ -21,6 +21,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
+	"github.com/gitops-service/gitops-service/backend-shared/dbmetrics"
 	"github.com/gitops-service/gitops-service/backend/internal/deployment"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/managedenv"
@@ -93,6 +94,9 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 	database, err := db.Open(ctx, o.Database)
 	if err != nil {
 		return err
+	}
+	if err := dbmetrics.Register(ctrlmetrics.Registry, database); err != nil {
+		return fmt.Errorf("registering the database pool metrics: %w", err)
 	}
 	keyring, err := o.Keyring()
 	if err != nil {

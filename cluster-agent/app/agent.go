@@ -14,9 +14,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
+	"github.com/gitops-service/gitops-service/backend-shared/dbmetrics"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/appstatus"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/argoapp"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/credsecret"
@@ -85,6 +87,9 @@ func (o *Options) Setup(ctx context.Context, mgr manager.Manager, log logr.Logge
 	bdb, err := db.Open(ctx, o.DB)
 	if err != nil {
 		return err
+	}
+	if err := dbmetrics.Register(ctrlmetrics.Registry, bdb); err != nil {
+		return fmt.Errorf("registering the database pool metrics: %w", err)
 	}
 	id, err := SetupWithDB(ctx, mgr, bdb, *o)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
+	"github.com/gitops-service/gitops-service/backend/internal/metrics"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
@@ -115,14 +117,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		depl.Status.Conditions, _ = conditions.Resolve(depl.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
 			v1.GitOpsDeploymentReasonErrorOccurredResolved, now)
 	}
+	// stateWrittenAt is when the cluster-agent wrote the application state, if this
+	// reconcile brings a change of it to the status (for the propagation histogram).
+	var stateWrittenAt time.Time
 	if tenant != nil {
-		if err := r.readStatus(ctx, tenant, depl, now); err != nil {
+		unread := depl.Status.DeepCopy()
+		writtenAt, err := r.readStatus(ctx, tenant, depl, now)
+		switch {
+		case err != nil:
 			applyErr = errors.Join(applyErr, err)
+		case !equality.Semantic.DeepEqual(unread, &depl.Status):
+			stateWrittenAt = writtenAt
 		}
 	}
 	depl.Status.ObservedGeneration = depl.Generation
 	if err := r.patchStatus(ctx, depl, before); err != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)
+	}
+	if !stateWrittenAt.IsZero() {
+		metrics.ObserveStatusPropagation(stateWrittenAt)
 	}
 	return ctrl.Result{}, applyErr
 }

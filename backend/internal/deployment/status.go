@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,14 +28,15 @@ var mirrored = []struct {
 	{argov1alpha1.ApplicationConditionComparisonError, v1.GitOpsDeploymentConditionComparisonError, v1.GitOpsDeploymentReasonComparisonError, v1.GitOpsDeploymentReasonComparisonErrorResolved},
 }
 
-// readStatus copies the application state the cluster-agent reported into depl.Status.
-func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1.GitOpsDeployment, now metav1.Time) error {
+// readStatus copies the application state the cluster-agent reported into depl.Status, and
+// returns when the agent wrote that state (zero when there is none).
+func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1.GitOpsDeployment, now metav1.Time) (time.Time, error) {
 	st, err := r.Store.GetApplicationState(ctx, r.DB, tenant.ID, string(depl.UID))
 	if errors.Is(err, db.ErrNotFound) {
-		return nil // Argo CD has not reported yet
+		return time.Time{}, nil // Argo CD has not reported yet
 	}
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	status := &depl.Status
 	status.Sync = v1.SyncStatus{Status: v1.SyncStatusCode(st.SyncStatus), Revision: st.Revision}
@@ -42,7 +44,7 @@ func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1
 	status.Resources = resources(st.Resources)
 	status.ReconciledState = reconciledState(st.ReconciledState, depl)
 	if status.OperationState, err = operationState(st.OperationState); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	for _, m := range mirrored {
 		if msg := conditionMessage(st.Conditions, m.argo); msg != "" {
@@ -51,7 +53,7 @@ func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1
 			status.Conditions, _ = conditions.Resolve(status.Conditions, m.typ, m.resolved, now)
 		}
 	}
-	return nil
+	return st.UpdatedAt, nil
 }
 
 // conditionMessage joins the messages of Argo CD's conditions of one type.

@@ -1,7 +1,9 @@
 // Package metrics exports the backend's gauges: how many GitOpsDeployments the service
-// manages and how many Operations are in each state. They are read from the database when
-// Prometheus scrapes, with no per-object labels, so their cost does not grow with scrapes
-// between changes nor their cardinality with tenants.
+// manages, how many Operations are in each state and how many tenants each engine instance
+// holds. They are read from the database when Prometheus scrapes, with no per-object
+// labels, so their cost does not grow with scrapes between changes nor their cardinality
+// with tenants. It also holds the status propagation histogram, observed by the
+// GitOpsDeployment controller.
 package metrics
 
 import (
@@ -11,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 var (
@@ -20,7 +23,34 @@ var (
 		"Operations by state (Waiting, In_Progress, Completed, Failed).", []string{"state"}, nil)
 	oldestWaitingDesc = prometheus.NewDesc("gitops_backend_oldest_unfinished_operation_age_seconds",
 		"Age of the oldest operation not yet Completed or Failed (0 when none).", nil, nil)
+	tenantsDesc = prometheus.NewDesc("gitops_backend_tenants",
+		"Tenants placed on each engine instance (<engine cluster>/<namespace>; \""+Unplaced+"\" for tenants not placed).",
+		[]string{"engine_instance"}, nil)
 )
+
+// Unplaced is the engine_instance label of the tenants not placed on any engine instance.
+const Unplaced = "unplaced"
+
+// StatusPropagation is the backend's part of the status latency: from the cluster-agent's
+// write of an application state (application_states.updated_at, set by PostgreSQL's now()
+// in the agent's transaction) to the GitOpsDeployment status update that shows it. The
+// start is the database's clock and the end the backend's: with both on NTP the skew is
+// far below the buckets, and a negative difference is recorded as 0. The agent's part is
+// gitops_agent_status_write_seconds.
+var StatusPropagation = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "gitops_backend_status_propagation_seconds",
+	Help:    "Time from the cluster-agent's write of an application state to the GitOpsDeployment status update showing it.",
+	Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(StatusPropagation)
+}
+
+// ObserveStatusPropagation records a status update showing a state written at writtenAt.
+func ObserveStatusPropagation(writtenAt time.Time) {
+	StatusPropagation.Observe(max(0, time.Since(writtenAt).Seconds()))
+}
 
 // Collector reads the gauges from the database on each scrape.
 type Collector struct {
@@ -33,6 +63,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- deploymentsDesc
 	ch <- operationsDesc
 	ch <- oldestWaitingDesc
+	ch <- tenantsDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -68,4 +99,23 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(oldestWaitingDesc, prometheus.GaugeValue, age)
+
+	// Engine instances are few; tenants are counted through their engine_instance_id index.
+	var placements []struct {
+		EngineInstance string `bun:"engine_instance"`
+		Count          int    `bun:"count"`
+	}
+	if err := c.DB.NewRaw(`SELECT ec.name || '/' || ei.namespace_name AS engine_instance, count(t.id) AS count
+		FROM engine_instances AS ei
+		JOIN engine_clusters AS ec ON ec.id = ei.engine_cluster_id
+		LEFT JOIN tenants AS t ON t.engine_instance_id = ei.id
+		GROUP BY ec.name, ei.namespace_name
+		UNION ALL
+		SELECT ?, count(*) FROM tenants WHERE engine_instance_id IS NULL`, Unplaced).Scan(ctx, &placements); err != nil {
+		c.Log.Error(err, "reading the tenants gauge")
+		return
+	}
+	for _, p := range placements {
+		ch <- prometheus.MustNewConstMetric(tenantsDesc, prometheus.GaugeValue, float64(p.Count), p.EngineInstance)
+	}
 }

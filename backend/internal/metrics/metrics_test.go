@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -52,4 +53,33 @@ gitops_backend_operations{state="In_Progress"} 0
 gitops_backend_operations{state="Waiting"} 2
 `), "gitops_backend_applications", "gitops_backend_operations")).To(Succeed())
 	g.Expect(testutil.CollectAndCount(c, "gitops_backend_oldest_unfinished_operation_age_seconds")).To(Equal(1))
+}
+
+func TestTenantsPerEngineInstance(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bdb := dbtest.NewDB(t)
+	store := db.NewStore(nil)
+	cluster, err := store.GetOrCreateEngineCluster(ctx, bdb, "east", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	busy, err := store.GetOrCreateEngineInstance(ctx, bdb, &db.EngineInstance{EngineClusterID: cluster.ID, NamespaceName: "argocd-1", NamespaceUID: "argocd-1-uid"})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = store.GetOrCreateEngineInstance(ctx, bdb, &db.EngineInstance{EngineClusterID: cluster.ID, NamespaceName: "argocd-2", NamespaceUID: "argocd-2-uid"})
+	g.Expect(err).NotTo(HaveOccurred())
+	for i, placed := range []bool{true, true, false} {
+		tenant, err := store.GetOrCreateTenant(ctx, bdb, fmt.Sprintf("ns-uid-%d", i), fmt.Sprintf("team-%d", i))
+		g.Expect(err).NotTo(HaveOccurred())
+		if placed {
+			g.Expect(store.SetTenantEngineInstance(ctx, bdb, tenant.ID, busy.ID)).To(Succeed())
+		}
+	}
+
+	c := &Collector{DB: bdb, Log: testr.New(t)}
+	g.Expect(testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP gitops_backend_tenants Tenants placed on each engine instance (<engine cluster>/<namespace>; "unplaced" for tenants not placed).
+# TYPE gitops_backend_tenants gauge
+gitops_backend_tenants{engine_instance="east/argocd-1"} 2
+gitops_backend_tenants{engine_instance="east/argocd-2"} 0
+gitops_backend_tenants{engine_instance="unplaced"} 1
+`), "gitops_backend_tenants")).To(Succeed())
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/uptrace/bun"
@@ -25,6 +26,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	agentmetrics "github.com/gitops-service/gitops-service/cluster-agent/internal/metrics"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -81,6 +83,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile writes an Application's state when it changed, and notifies.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
+	start := time.Now()
 	app := &argov1alpha1.Application{}
 	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
 		// A deleted Application's state goes with its row.
@@ -112,6 +115,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("recording the state of application %s: %w", st.ApplicationID, err)
 	}
 	if changed {
+		// Only real writes: a reconcile that found the state unchanged wrote nothing.
+		agentmetrics.StatusWrite.Observe(time.Since(start).Seconds())
 		log.V(1).Info("Recorded application state", "applicationID", st.ApplicationID,
 			"health", st.Health, "syncStatus", st.SyncStatus, "revision", st.Revision)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	agentmetrics "github.com/gitops-service/gitops-service/cluster-agent/internal/metrics"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -115,6 +116,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.SkipNameValidation {
 		skip := true
 		opts.SkipNameValidation = &skip
+	}
+	for rt := range r.Handlers {
+		agentmetrics.InitResourceTypes(string(rt))
 	}
 	return builder.TypedControllerManagedBy[Request](mgr).
 		Named(ControllerName).
@@ -275,9 +279,12 @@ func (r *Reconciler) reconcileResource(ctx context.Context, resourceType db.Oper
 
 	var outcome Outcome
 	if h, ok := r.Handlers[resourceType]; ok {
+		start := time.Now()
 		outcome, err = h.Handle(ctx, Target{ResourceID: resourceID, TenantID: tenantOf(pending)})
+		agentmetrics.ObserveOperation(string(resourceType), handlerOutcome(outcome, err), time.Since(start))
 	} else {
 		outcome = Failed(fmt.Sprintf("unsupported resource type %q", resourceType))
+		agentmetrics.OperationsProcessed.WithLabelValues(string(resourceType), agentmetrics.OutcomeFailed).Inc()
 	}
 	if err != nil {
 		log.Error(err, "Carrying out operations failed; retrying", "operations", len(pending))
@@ -397,6 +404,20 @@ func crState(s db.OperationState) v1.OperationStatusState {
 		return v1.OperationStateFailed
 	default:
 		return v1.OperationStateWaiting
+	}
+}
+
+// handlerOutcome names the outcome of a handler run for the metrics.
+func handlerOutcome(outcome Outcome, err error) string {
+	switch {
+	case err != nil:
+		return agentmetrics.OutcomeError
+	case !outcome.Done():
+		return agentmetrics.OutcomeWaiting
+	case outcome.State == db.OperationFailed:
+		return agentmetrics.OutcomeFailed
+	default:
+		return agentmetrics.OutcomeCompleted
 	}
 }
 

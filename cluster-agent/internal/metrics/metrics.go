@@ -1,0 +1,76 @@
+// Package metrics holds the cluster-agent's own Prometheus metrics, registered with
+// controller-runtime's registry (served on --metrics-bind-address). They carry no
+// per-object labels: resource_type and outcome take a handful of values each.
+// controller-runtime already exports reconcile counts, errors and durations and the
+// workqueue metrics per controller; these measure what it cannot see.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Outcomes of an operation handler run.
+const (
+	OutcomeCompleted = "completed" // the operations finished successfully
+	OutcomeFailed    = "failed"    // the operations finished as Failed
+	OutcomeWaiting   = "waiting"   // not done yet (waiting for Argo CD); requeued
+	OutcomeError     = "error"     // the handler returned an error; retried
+)
+
+// Outcomes lists every outcome, to initialise the counter's series.
+var Outcomes = []string{OutcomeCompleted, OutcomeFailed, OutcomeWaiting, OutcomeError}
+
+// latencyBuckets cover a few milliseconds (one local transaction) to a minute.
+var latencyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+var (
+	// StatusWrite is the cluster-agent's part of the status latency: from the start of
+	// the Application status controller's reconcile (the Application event, once
+	// dequeued) to the commit of the changed application_states row. The time the event
+	// waited in the queue is controller-runtime's workqueue_queue_duration_seconds
+	// {name="application-status"}; the backend's part is
+	// gitops_backend_status_propagation_seconds.
+	StatusWrite = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "gitops_agent_status_write_seconds",
+		Help:    "Time from the start of an Argo CD Application status reconcile to the commit of the changed application state in the database.",
+		Buckets: latencyBuckets,
+	})
+
+	// OperationsProcessed counts the Operation controller's handler runs. One run
+	// carries out every pending operation of one resource (the workqueue collapses them).
+	OperationsProcessed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gitops_agent_operations_processed_total",
+		Help: "Operation handler runs (each carries out the pending operations of one resource), by resource type and outcome (completed, failed, waiting, error).",
+	}, []string{"resource_type", "outcome"})
+
+	// OperationDuration is the time a handler takes to make Argo CD match the database.
+	OperationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "gitops_agent_operation_duration_seconds",
+		Help:    "Time an operation handler run takes, by resource type.",
+		Buckets: latencyBuckets,
+	}, []string{"resource_type"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(StatusWrite, OperationsProcessed, OperationDuration)
+}
+
+// InitResourceTypes creates the series of each resource type (with zero values), so that
+// they exist before the first operation and rates over them are defined.
+func InitResourceTypes(resourceTypes ...string) {
+	for _, rt := range resourceTypes {
+		for _, o := range Outcomes {
+			OperationsProcessed.WithLabelValues(rt, o)
+		}
+		OperationDuration.WithLabelValues(rt)
+	}
+}
+
+// ObserveOperation records one handler run of resourceType that took d and ended as outcome.
+func ObserveOperation(resourceType, outcome string, d time.Duration) {
+	OperationsProcessed.WithLabelValues(resourceType, outcome).Inc()
+	OperationDuration.WithLabelValues(resourceType).Observe(d.Seconds())
+}
