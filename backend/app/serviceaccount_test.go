@@ -13,9 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
@@ -36,22 +34,10 @@ func startRemote(t *testing.T) *testenv.ControlPlane {
 }
 
 // certUser adds a client-certificate user to a control plane and returns its kubeconfig
-// (certificate and key inline) and its client configuration.
+// (certificate and key inline, server without the trailing slash) and client configuration.
 func certUser(t *testing.T, plane *testenv.ControlPlane, name string, groups ...string) ([]byte, *rest.Config) {
 	t.Helper()
-	user, err := plane.Env.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := user.Config()
-	kc := clientcmdapi.NewConfig()
-	// Without the trailing slash of plane.Config.Host: the backend and the agent must
-	// still find this cluster for an apiURL with one.
-	kc.Clusters["remote"] = &clientcmdapi.Cluster{Server: strings.TrimSuffix(plane.Config.Host, "/"), CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["remote"] = &clientcmdapi.Context{Cluster: "remote", AuthInfo: name}
-	kc.CurrentContext = "remote"
-	data, err := clientcmd.Write(*kc)
+	data, cfg, err := plane.ClientCertKubeconfig(name, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,14 +8,9 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -40,25 +35,9 @@ func writeKeyring(t *testing.T) string {
 // deployerKubeconfig is a kubeconfig of a cluster-admin ServiceAccount of the test cluster.
 func (s *service) deployerKubeconfig() (kubeconfig []byte, token string) {
 	s.t.Helper()
-	ns := cp.NewNamespace(s.t, "remote-")
-	s.g.Expect(cp.Client.Create(s.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: ns}})).To(Succeed())
-	s.g.Expect(cp.Client.Create(s.ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "deployer-"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "deployer", Namespace: ns}},
-	})).To(Succeed())
-	cs, err := kubernetes.NewForConfig(cp.Config)
+	kubeconfig, token, err := cp.ServiceAccountKubeconfig(s.ctx, cp.NewNamespace(s.t, "remote-"), "deployer")
 	s.g.Expect(err).NotTo(HaveOccurred())
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(s.ctx, "deployer", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	s.g.Expect(err).NotTo(HaveOccurred())
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.Config.CAData}
-	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	cfg.CurrentContext = "c"
-	data, err := clientcmd.Write(*cfg)
-	s.g.Expect(err).NotTo(HaveOccurred())
-	return data, tr.Status.Token
+	return kubeconfig, token
 }
 
 func TestManagedEnvironmentBecomesAnArgoCDClusterSecret(t *testing.T) {

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -11,32 +10,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
 
-// clientCertKubeconfig adds a client-certificate user to plane and returns a kubeconfig with
-// its certificate and key inline. Its server has no trailing slash (plane.Config.Host has
-// one), so every use of it also checks that the two spellings are the same server.
+// clientCertKubeconfig is ControlPlane.ClientCertKubeconfig for a test.
 func clientCertKubeconfig(t *testing.T, plane *testenv.ControlPlane, name string, groups ...string) ([]byte, *rest.Config) {
 	t.Helper()
-	user, err := plane.Env.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := user.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["remote"] = &clientcmdapi.Cluster{Server: strings.TrimSuffix(plane.Config.Host, "/"), CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["remote"] = &clientcmdapi.Context{Cluster: "remote", AuthInfo: name}
-	kc.CurrentContext = "remote"
-	data, err := clientcmd.Write(*kc)
+	data, cfg, err := plane.ClientCertKubeconfig(name, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
