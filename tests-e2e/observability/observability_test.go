@@ -184,9 +184,9 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		labels       map[string]string
 	}
 	wanted := []sample{
-		{"cluster-agent", "gitops_agent_operations_processed_total", map[string]string{"resource_type": "Application", "outcome": "completed"}},
-		{"cluster-agent", "gitops_agent_operation_duration_seconds", map[string]string{"resource_type": "Application"}},
-		{"cluster-agent", "gitops_agent_status_write_seconds", nil},
+		{"cluster-agent", "gitops_cluster_agent_operation_runs_total", map[string]string{"resource_type": "Application", "outcome": "completed"}},
+		{"cluster-agent", "gitops_cluster_agent_operation_run_seconds", map[string]string{"resource_type": "Application"}},
+		{"cluster-agent", "gitops_cluster_agent_status_write_seconds", nil},
 		{"backend", "gitops_backend_status_propagation_seconds", nil},
 		{"backend", "gitops_backend_tenants", map[string]string{"engine_instance": "default/" + stack.EngineNamespace}},
 		{"backend", "gitops_backend_applications", nil},

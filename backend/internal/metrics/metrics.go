@@ -36,7 +36,7 @@ const Unplaced = "unplaced"
 // in the agent's transaction) to the GitOpsDeployment status update that shows it. The
 // start is the database's clock and the end the backend's: with both on NTP the skew is
 // far below the buckets, and a negative difference is recorded as 0. The agent's part is
-// gitops_agent_status_write_seconds.
+// gitops_cluster_agent_status_write_seconds.
 var StatusPropagation = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Name:    "gitops_backend_status_propagation_seconds",
 	Help:    "Time from the cluster-agent's write of an application state to the GitOpsDeployment status update showing it.",

@@ -34,7 +34,7 @@ var (
 	// {name="application-status"}; the backend's part is
 	// gitops_backend_status_propagation_seconds.
 	StatusWrite = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "gitops_agent_status_write_seconds",
+		Name:    "gitops_cluster_agent_status_write_seconds",
 		Help:    "Time from the start of an Argo CD Application status reconcile to the commit of the changed application state in the database.",
 		Buckets: latencyBuckets,
 	})
@@ -42,13 +42,13 @@ var (
 	// OperationsProcessed counts the Operation controller's handler runs. One run
 	// carries out every pending operation of one resource (the workqueue collapses them).
 	OperationsProcessed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gitops_agent_operations_processed_total",
+		Name: "gitops_cluster_agent_operation_runs_total",
 		Help: "Operation handler runs (each carries out the pending operations of one resource), by resource type and outcome (completed, failed, waiting, error).",
 	}, []string{"resource_type", "outcome"})
 
 	// OperationDuration is the time a handler takes to make Argo CD match the database.
 	OperationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "gitops_agent_operation_duration_seconds",
+		Name:    "gitops_cluster_agent_operation_run_seconds",
 		Help:    "Time an operation handler run takes, by resource type.",
 		Buckets: latencyBuckets,
 	}, []string{"resource_type"})
