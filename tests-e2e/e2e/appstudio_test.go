@@ -60,6 +60,33 @@ var _ = Describe("An AppStudio SnapshotEnvironmentBinding", func() {
 				HaveField("Status", metav1.ConditionTrue)))),
 		))
 
+		By("a PromotionRun of the next snapshot to the environment")
+		Expect(f.Client.Create(ctx, &appstudio.Snapshot{
+			ObjectMeta: metav1.ObjectMeta{Name: "snap-2", Namespace: ns},
+			Spec: appstudio.SnapshotSpec{Application: "shop", Components: []appstudio.SnapshotComponent{
+				{Name: "api", ContainerImage: "quay.io/example/api@sha256:0011"},
+				{Name: "web", ContainerImage: "quay.io/example/web@sha256:0012"},
+			}},
+		})).To(Succeed())
+		// The GitOps repository service renders the new snapshot into the repository.
+		commit(ns, map[string]string{
+			"components/api/overlays/dev/configmap.yaml": ConfigMap("api", "component", "api-2"),
+			"components/web/overlays/dev/configmap.yaml": ConfigMap("web", "component", "web-2"),
+		})
+		promotion := &appstudio.PromotionRun{
+			ObjectMeta: metav1.ObjectMeta{Name: "promote-snap-2", Namespace: ns},
+			Spec: appstudio.PromotionRunSpec{Snapshot: "snap-2", Application: "shop",
+				ManualPromotion: &appstudio.ManualPromotionConfiguration{TargetEnvironment: "dev"}},
+		}
+		Expect(f.Client.Create(ctx, promotion)).To(Succeed())
+		Eventually(Object(ctx, f.Client, binding)).Should(HaveField("Spec.Snapshot", "snap-2"))
+		Eventually(Object(ctx, f.Client, promotion)).Should(And(
+			HaveField("Status.State", appstudio.PromotionRunStateComplete),
+			HaveField("Status.CompletionResult", appstudio.PromotionRunCompleteResultSuccess)))
+		for _, component := range []string{"api", "web"} {
+			Eventually(configMap(ctx, f.Client, ns, component)).Should(HaveKeyWithValue("component", component+"-2"))
+		}
+
 		By("a component removed from the binding: its GitOpsDeployment and resources go")
 		update(ctx, binding, false, func(b *appstudio.SnapshotEnvironmentBinding) { b.Spec.Components = b.Spec.Components[:1] })
 		update(ctx, binding, true, func(b *appstudio.SnapshotEnvironmentBinding) { b.Status.Components = b.Status.Components[:1] })
