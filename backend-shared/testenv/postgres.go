@@ -200,6 +200,29 @@ func (p *Postgres) waitReady(timeout time.Duration) error {
 	}
 }
 
+// Dump runs pg_dump (the one beside the server's binaries: pg_dump refuses servers newer
+// than itself) against a database of this server with extra arguments (e.g.
+// --schema-only) and returns its output.
+func (p *Postgres) Dump(ctx context.Context, database string, args ...string) (string, error) {
+	bin, err := postgresBinDir()
+	if err != nil {
+		return "", err
+	}
+	full := append([]string{"--host=127.0.0.1", "--port=" + strconv.Itoa(p.Port), "--username=postgres",
+		"--no-password", "--dbname=" + database}, args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "pg_dump"), full...)
+	cmd.Env = append(os.Environ(), "PGSSLMODE=disable")
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("pg_dump: %w: %s", err, ee.Stderr)
+		}
+		return "", fmt.Errorf("pg_dump: %w", err)
+	}
+	return string(out), nil
+}
+
 // postgresBinDir finds initdb and postgres: $GITOPS_POSTGRES_BIN, then Debian's newest
 // /usr/lib/postgresql/<version>/bin, then PATH.
 func postgresBinDir() (string, error) {

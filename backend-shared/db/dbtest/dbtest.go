@@ -11,13 +11,8 @@ package dbtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"testing"
 	"time"
 
@@ -106,47 +101,9 @@ func Open(t testing.TB, cfg db.Config) *bun.DB {
 	return bdb
 }
 
-// PgDump runs pg_dump (the one beside the server binaries) against a database of the test
-// server with extra arguments (e.g. --schema-only) and returns its output.
+// PgDump runs pg_dump against a database of the test server (Postgres.Dump).
 func PgDump(ctx context.Context, database string, args ...string) (string, error) {
-	bin, err := pgBinDir()
-	if err != nil {
-		return "", err
-	}
-	full := append([]string{"--host=127.0.0.1", "--port=" + strconv.Itoa(Server().Port), "--username=postgres",
-		"--no-password", "--dbname=" + database}, args...)
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "pg_dump"), full...)
-	cmd.Env = append(os.Environ(), "PGSSLMODE=disable")
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return "", fmt.Errorf("pg_dump: %w: %s", err, ee.Stderr)
-		}
-		return "", fmt.Errorf("pg_dump: %w", err)
-	}
-	return string(out), nil
-}
-
-// pgBinDir finds the client binaries as testenv finds the server's: $GITOPS_POSTGRES_BIN,
-// then Debian's newest /usr/lib/postgresql/<version>/bin, then PATH. pg_dump refuses
-// servers newer than itself, so it must come from the same installation.
-func pgBinDir() (string, error) {
-	if dir := os.Getenv("GITOPS_POSTGRES_BIN"); dir != "" {
-		return dir, nil
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	version := func(d string) int { v, _ := strconv.Atoi(filepath.Base(filepath.Dir(d))); return v }
-	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-			return d, nil
-		}
-	}
-	if path, err := exec.LookPath("pg_dump"); err == nil {
-		return filepath.Dir(path), nil
-	}
-	return "", errors.New("pg_dump not found (install PostgreSQL with hack/install-deps.sh)")
+	return Server().Dump(ctx, database, args...)
 }
 
 // DatabaseName is the database name of a config's URL.
