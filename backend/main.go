@@ -5,6 +5,7 @@
 //	backend [flags]               run the controllers
 //	backend migrate [flags]       apply (or with --down N, revert) database migrations
 //	backend rotate-keys [flags]   re-encrypt credentials with the primary key
+//	backend engine-instances ...  list, register, weigh, drain and deregister engine instances
 package main
 
 import (
@@ -23,7 +24,7 @@ func main() {
 		opts := &app.Options{}
 		err = manageropts.Command{
 			Name:        "backend",
-			Summary:     "Reconciles GitOpsDeployments, SyncRuns, ManagedEnvironments and RepositoryCredentials into the database.\nSubcommands: migrate, rotate-keys (see `backend migrate --help`).",
+			Summary:     "Reconciles GitOpsDeployments, SyncRuns, ManagedEnvironments and RepositoryCredentials into the database.\nSubcommands: migrate, rotate-keys, engine-instances (see `backend migrate --help`).",
 			MetricsAddr: ":8080",
 			ProbeAddr:   ":8081",
 			BindFlags:   opts.BindFlags,

@@ -9,11 +9,16 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/uptrace/bun"
+
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/placement"
 )
 
 // IsSubcommand reports whether name is one of the backend's subcommands.
-func IsSubcommand(name string) bool { return name == "migrate" || name == "rotate-keys" }
+func IsSubcommand(name string) bool {
+	return name == "migrate" || name == "rotate-keys" || name == "engine-instances"
+}
 
 // RunSubcommand runs a one-shot subcommand.
 func RunSubcommand(name string, args []string) error {
@@ -62,6 +67,23 @@ func RunSubcommand(name string, args []string) error {
 		}
 		fmt.Printf("re-encrypted %d values with key %s\n", n, keyring.PrimaryID())
 		return nil
+	case "engine-instances":
+		cmd := &placement.Command{
+			Store: db.NewStore(nil), // engine instances hold no credentials
+			Out:   os.Stdout,
+			Open: func(ctx context.Context) (bun.IDB, func(), error) {
+				database, err := db.Open(ctx, opts.Database)
+				if err != nil {
+					return nil, nil, err
+				}
+				return database, func() { _ = database.Close() }, nil
+			},
+		}
+		err := cmd.Run(ctx, fs, args)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
 	}
 	return fmt.Errorf("unknown subcommand %q", name)
 }

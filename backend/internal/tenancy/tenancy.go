@@ -18,16 +18,21 @@ import (
 type Store interface {
 	GetOrCreateTenant(ctx context.Context, idb bun.IDB, namespaceUID, namespaceName string) (*db.Tenant, error)
 	GetTenantByNamespaceUID(ctx context.Context, idb bun.IDB, namespaceUID string) (*db.Tenant, error)
-	SetTenantEngineInstance(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) error
+	PlaceTenant(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (string, error)
 	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
 	ListEngineInstances(ctx context.Context, idb bun.IDB) ([]db.EngineInstance, error)
+	CountTenantsByEngineInstance(ctx context.Context, idb bun.IDB) (map[string]int, error)
 }
 
-// Placer chooses the engine instance of a tenant that has none. It must be deterministic
-// for a given tenant and set of instances, so that two reconciles racing to place the same
-// tenant agree.
+// Placer chooses the engine instance of a tenant that has none, given every instance and
+// the number of tenants placed on each (loads, by instance id; absent means 0). It must be
+// deterministic for a given tenant, set of instances and loads. Racing placements of the
+// same tenant are settled by the database (the first one recorded wins), not the Placer.
+//
+// Placement only places NEW tenants: a placed tenant is never moved to another instance
+// (not implemented), whatever the weights, states or instances become.
 type Placer interface {
-	Place(tenant *db.Tenant, instances []db.EngineInstance) (*db.EngineInstance, error)
+	Place(tenant *db.Tenant, instances []db.EngineInstance, loads map[string]int) (*db.EngineInstance, error)
 }
 
 // ErrNoEngineInstance means no engine instance accepts tenants.
@@ -35,7 +40,8 @@ var ErrNoEngineInstance = errors.New("no active GitOps engine instance accepts n
 
 // Resolver finds tenants and their placement.
 type Resolver struct {
-	Store  Store
+	Store Store
+	// Placer places new tenants; nil means &BoundedLoad{} (the default).
 	Placer Placer
 	// Namespaces reads Namespace objects (the manager's cache).
 	Namespaces client.Reader
@@ -74,35 +80,26 @@ func (r *Resolver) EngineInstance(ctx context.Context, idb bun.IDB, tenant *db.T
 	if err != nil {
 		return nil, err
 	}
-	instance, err := r.Placer.Place(tenant, instances)
+	loads, err := r.Store.CountTenantsByEngineInstance(ctx, idb)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Store.SetTenantEngineInstance(ctx, idb, tenant.ID, instance.ID); err != nil {
+	placer := r.Placer
+	if placer == nil {
+		placer = &BoundedLoad{}
+	}
+	instance, err := placer.Place(tenant, instances, loads)
+	if err != nil {
 		return nil, err
 	}
-	tenant.EngineInstanceID = instance.ID
+	placed, err := r.Store.PlaceTenant(ctx, idb, tenant.ID, instance.ID)
+	if err != nil {
+		return nil, err
+	}
+	tenant.EngineInstanceID = placed
+	if placed != instance.ID {
+		// A concurrent reconcile placed the tenant first: use its choice.
+		return r.Store.GetEngineInstance(ctx, idb, placed)
+	}
 	return instance, nil
-}
-
-// FirstActive places every tenant on the oldest active instance: the placement of a
-// single-instance install.
-type FirstActive struct{}
-
-// Place implements Placer.
-func (FirstActive) Place(_ *db.Tenant, instances []db.EngineInstance) (*db.EngineInstance, error) {
-	var best *db.EngineInstance
-	for i := range instances {
-		in := &instances[i]
-		if in.State != db.EngineInstanceActive || in.CapacityWeight == 0 {
-			continue
-		}
-		if best == nil || in.CreatedAt.Before(best.CreatedAt) || (in.CreatedAt.Equal(best.CreatedAt) && in.ID < best.ID) {
-			best = in
-		}
-	}
-	if best == nil {
-		return nil, ErrNoEngineInstance
-	}
-	return best, nil
 }

@@ -1,0 +1,183 @@
+package placement_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/uptrace/bun"
+
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend/internal/placement"
+	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+func newUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+type fixture struct {
+	t     *testing.T
+	ctx   context.Context
+	db    *bun.DB
+	store *db.Store
+}
+
+func newFixture(t *testing.T) *fixture {
+	return &fixture{t: t, ctx: context.Background(), db: dbtest.NewDB(t), store: db.NewStore(nil)}
+}
+
+// run runs `backend engine-instances args...` against the fixture's database and returns
+// its output.
+func (f *fixture) run(args ...string) (string, error) {
+	out := &bytes.Buffer{}
+	cmd := &placement.Command{
+		Store: f.store,
+		Out:   out,
+		Open: func(context.Context) (bun.IDB, func(), error) {
+			return f.db, func() {}, nil
+		},
+		NamespaceUID: func(_ context.Context, _, namespace string) (string, error) {
+			return "", fmt.Errorf("no cluster in this test (namespace %s)", namespace)
+		},
+	}
+	fs := flag.NewFlagSet("backend engine-instances", flag.ContinueOnError)
+	fs.SetOutput(&bytes.Buffer{})
+	err := cmd.Run(f.ctx, fs, args)
+	return out.String(), err
+}
+
+func (f *fixture) mustRun(args ...string) string {
+	f.t.Helper()
+	out, err := f.run(args...)
+	if err != nil {
+		f.t.Fatalf("engine-instances %v: %v", args, err)
+	}
+	return out
+}
+
+// placeNewTenants creates n tenants and places them as the backend does.
+func (f *fixture) placeNewTenants(n int) map[string]int {
+	f.t.Helper()
+	resolver := &tenancy.Resolver{Store: f.store} // the default placer
+	placed := map[string]int{}
+	for range n {
+		uid := newUID()
+		tenant, err := f.store.GetOrCreateTenant(f.ctx, f.db, uid, "ns-"+uid[:8])
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		ei, err := resolver.EngineInstance(f.ctx, f.db, tenant)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		placed[ei.ID]++
+	}
+	return placed
+}
+
+func TestEngineInstancesCommand(t *testing.T) {
+	t.Parallel()
+	g, f := NewWithT(t), newFixture(t)
+
+	uidA, uidB := newUID(), newUID()
+	a := strings.TrimSpace(f.mustRun("register", "--namespace", "argocd-a", "--namespace-uid", uidA))
+	b := strings.TrimSpace(f.mustRun("register", "--namespace", "argocd-b", "--cluster", "east", "--namespace-uid", uidB, "--weight", "300"))
+	g.Expect(a).NotTo(Equal(b))
+	// Registering again is idempotent and keeps the weight unless given.
+	g.Expect(strings.TrimSpace(f.mustRun("register", "--namespace", "argocd-b", "--cluster", "east", "--namespace-uid", uidB))).To(Equal(b))
+	ei, err := f.store.GetEngineInstance(f.ctx, f.db, b)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ei.CapacityWeight).To(Equal(300))
+	g.Expect(ei.NamespaceUID).To(Equal(uidB))
+	// The same namespace on another cluster is refused.
+	_, err = f.run("register", "--namespace", "argocd-b", "--cluster", "west", "--namespace-uid", uidB)
+	g.Expect(err).To(MatchError(db.ErrConflict))
+
+	out := f.mustRun("set-weight", b, "100")
+	g.Expect(out).To(ContainSubstring("weight 100, Active"))
+
+	placed := f.placeNewTenants(40)
+	g.Expect(placed[a] + placed[b]).To(Equal(40))
+	g.Expect(placed[a]).To(BeNumerically(">", 0))
+	g.Expect(placed[b]).To(BeNumerically(">", 0))
+
+	list := f.mustRun("list")
+	g.Expect(list).To(MatchRegexp(`(?m)^ID\s+CLUSTER\s+NAMESPACE\s+WEIGHT\s+STATE\s+TENANTS$`))
+	g.Expect(list).To(MatchRegexp(`(?m)^%s\s+default\s+argocd-a\s+100\s+Active\s+%d$`, a, placed[a]))
+	g.Expect(list).To(MatchRegexp(`(?m)^%s\s+east\s+argocd-b\s+100\s+Active\s+%d$`, b, placed[b]))
+
+	// A drained instance gets no new tenants and keeps its own.
+	g.Expect(f.mustRun("drain", a)).To(ContainSubstring("Draining"))
+	g.Expect(f.placeNewTenants(30)).To(Equal(map[string]int{b: 30}))
+	loads, err := f.store.CountTenantsByEngineInstance(f.ctx, f.db)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(loads).To(Equal(map[string]int{a: placed[a], b: placed[b] + 30}))
+
+	// Weight 0 also takes none: with a drained and b at weight 0, nothing is eligible.
+	f.mustRun("set-weight", b, "0")
+	_, err = (&tenancy.Resolver{Store: f.store}).EngineInstance(f.ctx, f.db, &db.Tenant{ID: newUID(), NamespaceUID: newUID()})
+	g.Expect(err).To(MatchError(tenancy.ErrNoEngineInstance))
+	f.mustRun("set-weight", b, "100")
+	g.Expect(f.mustRun("undrain", a)).To(ContainSubstring("weight 100, Active"))
+
+	// Deregistering an instance with tenants is refused and says what to do.
+	_, err = f.run("deregister", a)
+	g.Expect(err).To(MatchError(db.ErrReferenced))
+	var placedErr *db.TenantsPlacedError
+	g.Expect(errors.As(err, &placedErr)).To(BeTrue())
+	g.Expect(placedErr.Tenants).To(Equal(placed[a]))
+	g.Expect(err.Error()).To(ContainSubstring("drain it first"))
+	g.Expect(err.Error()).To(ContainSubstring("moving tenants to another instance is not implemented"))
+	_, err = f.store.GetEngineInstance(f.ctx, f.db, a)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Once its tenants are gone, it can be deregistered.
+	tenants, err := f.store.ListTenantsByEngineInstance(f.ctx, f.db, a)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, tenant := range tenants {
+		g.Expect(f.store.DeleteTenant(f.ctx, f.db, tenant.ID)).To(Succeed())
+	}
+	f.mustRun("deregister", a)
+	_, err = f.store.GetEngineInstance(f.ctx, f.db, a)
+	g.Expect(err).To(MatchError(db.ErrNotFound))
+	_, err = f.run("deregister", a)
+	g.Expect(err).To(MatchError(db.ErrNotFound))
+	g.Expect(f.mustRun("list")).NotTo(ContainSubstring(a))
+}
+
+func TestEngineInstancesCommandUsage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, args := range [][]string{
+		nil,
+		{"frobnicate"},
+		{"drain"},
+		{"drain", "a", "b"},
+		{"set-weight", "x"},
+		{"set-weight", "x", "heavy"},
+		{"set-weight", "x", "-1"},
+		{"register", "--namespace-uid", "u"},
+		{"register", "--namespace", "ns", "--namespace-uid", "u", "--weight", "100001"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			_, err := f.run(args...)
+			NewWithT(t).Expect(err).To(MatchError(placement.ErrUsage))
+		})
+	}
+	// Without --namespace-uid, register reads the namespace from the cluster.
+	_, err := f.run("register", "--namespace", "argocd-x")
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("no cluster in this test (namespace argocd-x)")))
+}
