@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,9 +26,11 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/deployment"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/managedenv"
+	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
 	"github.com/gitops-service/gitops-service/backend/internal/repocred"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/sweep"
 	"github.com/gitops-service/gitops-service/backend/internal/syncrun"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 	"github.com/gitops-service/gitops-service/backend/internal/webhook"
@@ -49,6 +52,8 @@ type Options struct {
 	// RepositoryCABundle holds extra PEM certificate authorities, added to those of
 	// RepositoryCAFile (nil and no file: the system's only).
 	RepositoryCABundle []byte
+	// SweepInterval is how often rows of CRs deleted unseen are removed; 0 disables it.
+	SweepInterval time.Duration
 }
 
 // BindFlags registers the options on fs.
@@ -61,6 +66,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (port 9443, serving certificate tls.crt/tls.key in /tmp/k8s-webhook-server/serving-certs).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Parallel reconciles per controller.")
 	fs.IntVar(&o.OperationGCSeconds, "operation-gc-seconds", 600, "How long finished Operations are kept before garbage collection.")
+	fs.DurationVar(&o.SweepInterval, "sweep-interval", sweep.DefaultInterval, "How often rows whose CR or namespace was deleted unseen are removed, with their Argo CD objects (jittered ±20%; 0 disables).")
 	fs.StringVar(&o.RepositoryCAFile, "repository-ca-file", "", "PEM file of extra certificate authorities to trust when checking https:// repository credentials.")
 }
 
@@ -112,7 +118,7 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 }
 
 func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, database *bun.DB, store *db.Store, log logr.Logger) error {
-	resolver := &tenancy.Resolver{Store: store, Placer: tenancy.FirstActive{}, Namespaces: mgr.GetClient()}
+	resolver := &tenancy.Resolver{Store: store, Placer: &tenancy.BoundedLoad{}, Namespaces: mgr.GetClient()}
 	signaller := &signal.Signaller{DB: database, Store: store, Client: mgr.GetClient(), GCExpirationSeconds: o.OperationGCSeconds}
 	router := events.NewRouter(mgr.GetClient(), database, store, log.WithName("events"),
 		func() client.ObjectList { return &v1.GitOpsDeploymentList{} },
@@ -151,6 +157,21 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		CABundle: caBundle,
 	}
 	if err := repositoryCredentials.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	if err := mgr.Add(&sweep.Sweeper{
+		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), DB: database, Store: store, Signal: signaller, Interval: o.SweepInterval,
+		Kinds: map[string]sweep.Kind{
+			sweep.KindDeployment:          {New: func() client.Object { return &v1.GitOpsDeployment{} }, Reconciler: deployments},
+			string(db.APIResourceSyncRun): {New: func() client.Object { return &v1.GitOpsDeploymentSyncRun{} }, Reconciler: syncRuns},
+			string(db.APIResourceManagedEnvironment): {New: func() client.Object { return &v1.GitOpsDeploymentManagedEnvironment{} }, Reconciler: environments,
+				Remover: &mapping.Remover{DB: database, Store: store, Tenancy: resolver, Signal: signaller, Kind: db.APIResourceManagedEnvironment,
+					ResourceType: db.OperationResourceManagedEnvironment, DeleteRow: store.DeleteManagedEnvironment}},
+			string(db.APIResourceRepositoryCredential): {New: func() client.Object { return &v1.GitOpsDeploymentRepositoryCredential{} }, Reconciler: repositoryCredentials,
+				Remover: &mapping.Remover{DB: database, Store: store, Tenancy: resolver, Signal: signaller, Kind: db.APIResourceRepositoryCredential,
+					ResourceType: db.OperationResourceRepositoryCredential, DeleteRow: store.DeleteRepositoryCredential}},
+		},
+	}); err != nil {
 		return err
 	}
 	listener := &notify.Listener{

@@ -25,6 +25,7 @@ import (
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/opgc"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/sweep"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/syncop"
 )
 
@@ -45,6 +46,9 @@ type Options struct {
 	OperationGCInterval time.Duration
 	// MaxConcurrentReconciles bounds parallel reconciles per controller.
 	MaxConcurrentReconciles int
+	// SweepInterval is how often orphaned Applications and missing Operation CRs are
+	// looked for; 0 disables it.
+	SweepInterval time.Duration
 
 	// Not flags: polling while waiting for Argo CD (defaults of the handlers), and, for
 	// tests running several managers in one process, skipping the controller name check.
@@ -65,6 +69,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Parallel reconciles per controller.")
 	fs.DurationVar(&o.OperationGCInterval, "operation-gc-interval", opgc.DefaultInterval,
 		"How often finished operations past their retention are deleted, with their Operation CRs (jittered; 0 disables).")
+	fs.DurationVar(&o.SweepInterval, "sweep-interval", sweep.DefaultInterval,
+		"How often labelled Argo CD Applications without a row are deleted and missing Operation CRs re-created (jittered ±20%; 0 disables).")
 }
 
 // CacheOptions restricts the manager's cache to the engine namespace: the agent reads
@@ -147,6 +153,11 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		Client: c, DB: bdb, Store: store, Identity: id, Interval: opts.OperationGCInterval,
 	}); err != nil {
 		return engine.Identity{}, fmt.Errorf("adding the operation garbage collector: %w", err)
+	}
+	if err := mgr.Add(&sweep.Sweeper{
+		Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Interval: opts.SweepInterval,
+	}); err != nil {
+		return engine.Identity{}, fmt.Errorf("adding the sweep: %w", err)
 	}
 	return id, nil
 }

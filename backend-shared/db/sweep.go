@@ -1,0 +1,91 @@
+package db
+
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+)
+
+// The queries of the periodic sweeps: they walk whole tables (not one tenant's rows) in
+// primary-key order, one batch at a time (keyset pagination: the batch after the last key
+// seen), so that a sweep never holds many rows or long-running queries.
+
+// ListDeploymentMappingsAfter returns up to limit deployment mappings, of every tenant,
+// whose GitOpsDeployment UID sorts after afterUID ("" for the first batch).
+func (s *Store) ListDeploymentMappingsAfter(ctx context.Context, idb bun.IDB, afterUID string, limit int) ([]DeploymentMapping, error) {
+	var ms []DeploymentMapping
+	q := idb.NewSelect().Model(&ms).Order("dam.deployment_uid").Limit(int64(limit))
+	if afterUID != "" {
+		q = q.Where("dam.deployment_uid > ?", afterUID)
+	}
+	return ms, translate(q.Scan(ctx))
+}
+
+// ListAPICRMappingsAfter returns up to limit API CR mappings, of every tenant and kind,
+// whose (kind, UID) sorts after (afterKind, afterUID) (both "" for the first batch).
+func (s *Store) ListAPICRMappingsAfter(ctx context.Context, idb bun.IDB, afterKind APIResourceType, afterUID string, limit int) ([]APICRMapping, error) {
+	var ms []APICRMapping
+	q := idb.NewSelect().Model(&ms).Order("acm.api_resource_type", "acm.api_resource_uid").Limit(int64(limit))
+	if afterKind != "" || afterUID != "" {
+		q = q.Where("(acm.api_resource_type, acm.api_resource_uid) > (?, ?)", afterKind, afterUID)
+	}
+	return ms, translate(q.Scan(ctx))
+}
+
+// ListTenantsAfter returns up to limit tenants whose id sorts after afterID ("" for the
+// first batch).
+func (s *Store) ListTenantsAfter(ctx context.Context, idb bun.IDB, afterID string, limit int) ([]Tenant, error) {
+	var ts []Tenant
+	q := idb.NewSelect().Model(&ts).Order("tenant.id").Limit(int64(limit))
+	if afterID != "" {
+		q = q.Where("tenant.id > ?", afterID)
+	}
+	return ts, translate(q.Scan(ctx))
+}
+
+// TenantResource is a row of a tenant from which a cluster-agent made an Argo CD object,
+// and the engine instance that holds the object (empty: the tenant's own instance).
+type TenantResource struct {
+	ResourceType     OperationResourceType `bun:"resource_type"`
+	ID               string                `bun:"id"`
+	EngineInstanceID string                `bun:"engine_instance_id"`
+}
+
+// ListTenantResources returns the tenant's applications, managed environments and
+// repository credentials: what must be signalled for deletion before DeleteTenant removes
+// the rows (in the same transaction).
+func (s *Store) ListTenantResources(ctx context.Context, idb bun.IDB, tenantID string) ([]TenantResource, error) {
+	var rs []TenantResource
+	err := idb.NewRaw(`
+SELECT ? AS resource_type, id::text AS id, engine_instance_id::text AS engine_instance_id
+  FROM applications WHERE tenant_id = ?
+UNION ALL
+SELECT ?, id::text, '' FROM managed_environments WHERE tenant_id = ?
+UNION ALL
+SELECT ?, id::text, engine_instance_id::text FROM repository_credentials WHERE tenant_id = ?
+ORDER BY 1, 2`,
+		OperationResourceApplication, tenantID,
+		OperationResourceManagedEnvironment, tenantID,
+		OperationResourceRepositoryCredential, tenantID).Scan(ctx, &rs)
+	return rs, translate(err)
+}
+
+// ExistingApplicationIDs returns which of ids (valid UUIDs) are application rows placed on
+// the engine instance.
+func (s *Store) ExistingApplicationIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error) {
+	found := map[string]bool{}
+	if len(ids) == 0 {
+		return found, nil
+	}
+	var rows []string
+	err := idb.NewSelect().Table("applications").Column("id").
+		Where("engine_instance_id = ? AND id IN (?)", engineInstanceID, bun.List(ids)).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, translate(err)
+	}
+	for _, id := range rows {
+		found[id] = true
+	}
+	return found, nil
+}

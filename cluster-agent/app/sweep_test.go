@@ -1,0 +1,81 @@
+package app_test
+
+import (
+	"testing"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/google/uuid"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	agent "github.com/gitops-service/gitops-service/cluster-agent/app"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
+)
+
+// TestSweepDeletesOrphanedApplicationsAndRecreatesMissingOperationCRs: a labelled Argo CD
+// Application without a row is deleted (through an Application operation), an unlabelled
+// one and one with a row are left alone, and a pending operation whose CR is missing gets
+// its CR back and is carried out.
+func TestSweepDeletesOrphanedApplicationsAndRecreatesMissingOperationCRs(t *testing.T) {
+	t.Parallel()
+	e := startAgent(t, true, func(o *agent.Options) { o.SweepInterval = time.Second })
+	g := e.g()
+	tenant := e.tenant()
+	spec := argocd.ApplicationSpec(argocd.ApplicationInput{
+		RepoURL: "https://github.com/example/gitops", Path: "dev", TargetRevision: "main",
+		Destination: argocd.Destination{Namespace: "team-a"}, Project: argocd.AppProjectName(tenant.ID),
+	})
+
+	// An Application the agent made, whose row was deleted without an operation.
+	orphanID := uuid.NewString()
+	orphan := argocd.Application(e.ns, argocd.ApplicationName(types.UID(orphanID)), orphanID, tenant.ID, spec)
+	g.Expect(e.c.Create(e.ctx, orphan)).To(Succeed())
+	// Someone else's Application in the namespace.
+	foreign := &argov1alpha1.Application{
+		ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Namespace: e.ns},
+		Spec:       *spec.DeepCopy(),
+	}
+	g.Expect(e.c.Create(e.ctx, foreign)).To(Succeed())
+	// A live application with its row.
+	live := e.application(tenant, uuid.NewString(), "https://github.com/example/gitops", "prod", "team-a", true)
+	e.completed(e.signal(db.OperationResourceApplication, live.ID, tenant.ID).ID)
+
+	// A row and a pending operation whose CR was never created, older than the grace period.
+	late := e.application(tenant, uuid.NewString(), "https://github.com/example/gitops", "stage", "team-a", true)
+	op := &db.Operation{EngineInstanceID: e.id.InstanceID, ResourceType: db.OperationResourceApplication, ResourceID: late.ID,
+		OwnerTenantID: tenant.ID, GCExpirationSeconds: 3600}
+	g.Expect(e.store.CreateOperation(e.ctx, e.db, op)).To(Succeed())
+	_, err := e.db.NewUpdate().Table("operations").Set("created_at = now() - interval '5 minutes'").Where("id = ?", op.ID).Exec(e.ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKeyFromObject(orphan), &argov1alpha1.Application{}))
+	}, timeout, interval).Should(BeTrue(), "the orphaned Application is deleted")
+	ops, err := e.store.ListOperationsForResource(e.ctx, e.db, db.OperationResourceApplication, orphanID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ops).To(HaveLen(1))
+	e.completed(ops[0].ID)
+
+	g.Eventually(func() error {
+		return e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(op.ID)}, &v1.Operation{})
+	}, timeout, interval).Should(Succeed(), "the missing Operation CR is re-created")
+	e.completed(op.ID)
+	e.argoApp(late.Name)
+
+	g.Consistently(func() error {
+		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(foreign), &argov1alpha1.Application{}); err != nil {
+			return err
+		}
+		return e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: live.Name}, &argov1alpha1.Application{})
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed(), "Applications not ours, or with a row, stay")
+	ops, err = e.store.ListOperationsForResource(e.ctx, e.db, db.OperationResourceApplication, live.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ops).To(HaveLen(1), "no operation for an Application with a row")
+}

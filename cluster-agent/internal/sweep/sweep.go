@@ -1,0 +1,286 @@
+// Package sweep is the cluster-agent's safety net, a leader-elected manager Runnable that
+// periodically:
+//
+//   - deletes the Argo CD Applications of the engine namespace that carry the service's
+//     labels but whose application row no longer exists on this engine instance, through
+//     the normal path: an Application Operation (row and CR), as the backend writes when a
+//     GitOpsDeployment goes, carried out by the Operation controller and its
+//     argoapp handler (Argo CD prunes, a stuck finalizer is removed after the timeout);
+//   - re-creates the missing Operation CR of this instance's unfinished operations older
+//     than a grace period (the backend crashed between commit and CR, or a CR was deleted
+//     by hand), so that the Operation controller picks them up without a restart.
+//
+// Objects without the service's labels are never touched.
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/uptrace/bun"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
+)
+
+// Defaults of the sweep.
+const (
+	DefaultInterval  = 10 * time.Minute
+	DefaultBatchSize = 200
+	// DefaultOperationGrace is how old an unfinished operation without a CR must be before
+	// its CR is re-created (the backend creates it right after its transaction commits).
+	DefaultOperationGrace = 2 * time.Minute
+	// DefaultGCExpirationSeconds is the retention of the operations the sweep creates (the
+	// backend's --operation-gc-seconds default).
+	DefaultGCExpirationSeconds = 600
+	jitterFactor               = 0.2
+)
+
+// Metric labels.
+const (
+	KindApplication = "Application"
+	KindOperationCR = "OperationCR"
+)
+
+var (
+	removedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gitops_cluster_agent_sweep_removed_total",
+		Help: "Orphans the periodic sweep acted on, by kind: Application (labelled Argo CD Application without a row, deletion signalled), OperationCR (missing Operation CR re-created).",
+	}, []string{"kind"})
+	runsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gitops_cluster_agent_sweep_runs_total",
+		Help: "Runs of the periodic sweep.",
+	})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(removedTotal, runsTotal)
+}
+
+// Store is the part of the database the sweep uses.
+type Store interface {
+	ExistingApplicationIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
+	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
+	ListPendingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
+	CreateOperation(ctx context.Context, idb bun.IDB, op *db.Operation) error
+}
+
+// Sweeper is the Runnable.
+type Sweeper struct {
+	// Client lists Applications and reads Operation CRs from the manager's cache (the
+	// engine namespace), and creates Operation CRs; APIReader confirms a CR is missing.
+	Client    client.Client
+	APIReader client.Reader
+	DB        bun.IDB
+	Store     Store
+	Identity  engine.Identity
+	// Interval between runs (jittered ±20%), the first one interval after start; zero or
+	// less disables the sweep.
+	Interval time.Duration
+	// BatchSize bounds the ids of one database query (default 200).
+	BatchSize int
+	// OperationGrace (default 2 minutes) is how old an operation must be to get its CR back.
+	OperationGrace time.Duration
+	// GCExpirationSeconds is the retention of the deletion operations the sweep creates
+	// (default DefaultGCExpirationSeconds).
+	GCExpirationSeconds int
+}
+
+var (
+	_ manager.Runnable               = (*Sweeper)(nil)
+	_ manager.LeaderElectionRunnable = (*Sweeper)(nil)
+)
+
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: only the leader sweeps.
+func (s *Sweeper) NeedLeaderElection() bool { return true }
+
+// Start runs the sweep every Interval until ctx ends.
+func (s *Sweeper) Start(ctx context.Context) error {
+	if s.Interval <= 0 {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx).WithName("sweep")
+	ctx = ctrl.LoggerInto(ctx, log)
+	for {
+		d := wait.Jitter(time.Duration(float64(s.Interval)*(1-jitterFactor)), 2*jitterFactor/(1-jitterFactor))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d):
+		}
+		if _, err := s.Run(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "Sweep failed")
+		}
+	}
+}
+
+// Result counts what one run did.
+type Result struct {
+	Applications, OperationCRs, Skipped int
+}
+
+// Run sweeps once.
+func (s *Sweeper) Run(ctx context.Context) (Result, error) {
+	runsTotal.Inc()
+	var res Result
+	errApps := s.sweepApplications(ctx, &res)
+	errOps := s.sweepOperationCRs(ctx, &res)
+	removedTotal.WithLabelValues(KindApplication).Add(float64(res.Applications))
+	removedTotal.WithLabelValues(KindOperationCR).Add(float64(res.OperationCRs))
+	ctrl.LoggerFrom(ctx).Info("Swept orphans", "applicationsDeleted", res.Applications,
+		"operationCRsRecreated", res.OperationCRs, "skipped", res.Skipped)
+	return res, errors.Join(errApps, errOps)
+}
+
+// sweepApplications signals the deletion of the service's Applications without a row.
+func (s *Sweeper) sweepApplications(ctx context.Context, res *Result) error {
+	list := &argov1alpha1.ApplicationList{}
+	if err := s.Client.List(ctx, list, client.InNamespace(s.Identity.Namespace),
+		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue}); err != nil {
+		return fmt.Errorf("listing Applications: %w", err)
+	}
+	byID := map[string]*argov1alpha1.Application{}
+	var ids []string
+	for i := range list.Items {
+		app := &list.Items[i]
+		id := app.Labels[argocd.LabelApplicationID]
+		if _, err := uuid.Parse(id); err != nil {
+			continue // not one of ours after all
+		}
+		byID[id] = app
+		ids = append(ids, id)
+	}
+	batch := s.BatchSize
+	if batch <= 0 {
+		batch = DefaultBatchSize
+	}
+	for start := 0; start < len(ids); start += batch {
+		chunk := ids[start:min(start+batch, len(ids))]
+		found, err := s.Store.ExistingApplicationIDs(ctx, s.DB, s.Identity.InstanceID, chunk)
+		if err != nil {
+			return fmt.Errorf("checking which applications have rows: %w", err)
+		}
+		for _, id := range chunk {
+			if found[id] {
+				continue
+			}
+			signalled, err := s.signalDeletion(ctx, id)
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Signalling the deletion of an orphaned Application failed", "application", byID[id].Name)
+				res.Skipped++
+				continue
+			}
+			if signalled {
+				ctrl.LoggerFrom(ctx).Info("Deleting an Argo CD Application without a row", "application", byID[id].Name)
+				res.Applications++
+			}
+		}
+	}
+	return nil
+}
+
+// signalDeletion writes an Application operation for the row-less application id (unless
+// one is already pending: it deletes the Application) and creates its CR.
+func (s *Sweeper) signalDeletion(ctx context.Context, id string) (bool, error) {
+	ops, err := s.Store.ListOperationsForResource(ctx, s.DB, db.OperationResourceApplication, id)
+	if err != nil {
+		return false, err
+	}
+	for _, op := range ops {
+		if op.EngineInstanceID == s.Identity.InstanceID && !op.State.Finished() {
+			return false, nil // pending already; the second pass re-creates a missing CR
+		}
+	}
+	// No owner tenant: it may be gone with its rows. The handler reads the tenant from the
+	// Application's label to update its AppProject.
+	gcSeconds := s.GCExpirationSeconds
+	if gcSeconds <= 0 {
+		gcSeconds = DefaultGCExpirationSeconds
+	}
+	op := &db.Operation{
+		EngineInstanceID: s.Identity.InstanceID, ResourceType: db.OperationResourceApplication, ResourceID: id,
+		HumanReadableState: "waiting for the cluster-agent (orphaned Application found by the sweep)", GCExpirationSeconds: gcSeconds,
+	}
+	if err := s.Store.CreateOperation(ctx, s.DB, op); err != nil {
+		return false, err
+	}
+	return true, s.createCR(ctx, op.ID)
+}
+
+// sweepOperationCRs re-creates the CRs of unfinished operations older than the grace
+// period whose CR is missing.
+func (s *Sweeper) sweepOperationCRs(ctx context.Context, res *Result) error {
+	ops, err := s.Store.ListPendingOperations(ctx, s.DB, s.Identity.InstanceID)
+	if err != nil {
+		return fmt.Errorf("listing pending operations: %w", err)
+	}
+	grace := s.OperationGrace
+	if grace <= 0 {
+		grace = DefaultOperationGrace
+	}
+	cutoff := time.Now().Add(-grace)
+	for _, op := range ops {
+		if op.CreatedAt.After(cutoff) {
+			continue
+		}
+		missing, err := s.crMissing(ctx, op.ID)
+		if err != nil {
+			res.Skipped++
+			continue
+		}
+		if !missing {
+			continue
+		}
+		if err := s.createCR(ctx, op.ID); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Re-creating a missing Operation CR failed", "operation", op.ID)
+			res.Skipped++
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Re-created the missing CR of a pending operation", "operation", op.ID,
+			"resourceType", op.ResourceType, "resourceID", op.ResourceID)
+		res.OperationCRs++
+	}
+	return nil
+}
+
+func (s *Sweeper) crMissing(ctx context.Context, id string) (bool, error) {
+	key := client.ObjectKey{Namespace: s.Identity.Namespace, Name: operation.CRName(id)}
+	err := s.Client.Get(ctx, key, &v1.Operation{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	err = s.APIReader.Get(ctx, key, &v1.Operation{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
+}
+
+func (s *Sweeper) createCR(ctx context.Context, id string) error {
+	cr := &v1.Operation{
+		ObjectMeta: metav1.ObjectMeta{Name: operation.CRName(id), Namespace: s.Identity.Namespace},
+		Spec:       v1.OperationSpec{OperationID: id},
+	}
+	if err := s.Client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Operation CR %s: %w", cr.Name, err)
+	}
+	return nil
+}
