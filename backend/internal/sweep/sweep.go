@@ -21,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -29,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/periodic"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 )
@@ -38,8 +38,6 @@ const (
 	DefaultInterval  = 10 * time.Minute
 	DefaultBatchSize = 200
 	DefaultPause     = 100 * time.Millisecond
-	// jitterFactor spreads the runs (±20% around the interval).
-	jitterFactor = 0.2
 )
 
 // Metric labels of what is not a CR kind.
@@ -121,31 +119,11 @@ func (s *Sweeper) NeedLeaderElection() bool { return true }
 
 // Start runs the sweep every Interval until ctx ends.
 func (s *Sweeper) Start(ctx context.Context) error {
-	if s.Interval <= 0 {
-		return nil
-	}
-	log := ctrl.LoggerFrom(ctx).WithName("sweep")
-	ctx = ctrl.LoggerInto(ctx, log)
-	// The next wait starts when a run ends; the first run comes one interval in.
-	for waitJittered(ctx, s.Interval) {
-		if _, err := s.Run(ctx); err != nil && ctx.Err() == nil {
-			log.Error(err, "Sweep failed")
-		}
-	}
+	periodic.Run(ctx, "sweep", s.Interval, func(ctx context.Context) error {
+		_, err := s.Run(ctx)
+		return err
+	})
 	return nil
-}
-
-// waitJittered waits interval ±20%; false if ctx ended first.
-func waitJittered(ctx context.Context, interval time.Duration) bool {
-	d := wait.Jitter(time.Duration(float64(interval)*(1-jitterFactor)), 2*jitterFactor/(1-jitterFactor))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // Result counts what one run did.

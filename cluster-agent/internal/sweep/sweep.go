@@ -25,7 +25,6 @@ import (
 	"github.com/uptrace/bun"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -34,6 +33,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/periodic"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 )
@@ -48,7 +48,6 @@ const (
 	// DefaultGCExpirationSeconds is the retention of the operations the sweep creates (the
 	// backend's --operation-gc-seconds default).
 	DefaultGCExpirationSeconds = 600
-	jitterFactor               = 0.2
 )
 
 // Metric labels.
@@ -114,22 +113,11 @@ func (s *Sweeper) NeedLeaderElection() bool { return true }
 
 // Start runs the sweep every Interval until ctx ends.
 func (s *Sweeper) Start(ctx context.Context) error {
-	if s.Interval <= 0 {
-		return nil
-	}
-	log := ctrl.LoggerFrom(ctx).WithName("sweep")
-	ctx = ctrl.LoggerInto(ctx, log)
-	for {
-		d := wait.Jitter(time.Duration(float64(s.Interval)*(1-jitterFactor)), 2*jitterFactor/(1-jitterFactor))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(d):
-		}
-		if _, err := s.Run(ctx); err != nil && ctx.Err() == nil {
-			log.Error(err, "Sweep failed")
-		}
-	}
+	periodic.Run(ctx, "sweep", s.Interval, func(ctx context.Context) error {
+		_, err := s.Run(ctx)
+		return err
+	})
+	return nil
 }
 
 // Result counts what one run did.

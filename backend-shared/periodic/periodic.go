@@ -1,0 +1,41 @@
+// Package periodic runs background work on a jittered interval, for manager Runnables such
+// as the sweeps: runs of several replicas or binaries spread out instead of lining up.
+package periodic
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// JitterFactor spreads the runs ±20% around the interval.
+const JitterFactor = 0.2
+
+// Run calls fn every interval (±20%) until ctx ends; the first call comes one interval in,
+// and each wait starts when the previous call returns. Errors are logged under name.
+// A zero or negative interval disables it.
+func Run(ctx context.Context, name string, interval time.Duration, fn func(context.Context) error) {
+	if interval <= 0 {
+		return
+	}
+	log := ctrl.LoggerFrom(ctx).WithName(name)
+	ctx = ctrl.LoggerInto(ctx, log)
+	for wait := jittered(interval); ; wait = jittered(interval) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "Run failed")
+		}
+	}
+}
+
+func jittered(interval time.Duration) time.Duration {
+	return wait.Jitter(time.Duration(float64(interval)*(1-JitterFactor)), 2*JitterFactor/(1-JitterFactor))
+}
