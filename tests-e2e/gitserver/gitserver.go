@@ -5,28 +5,25 @@
 package gitserver
 
 import (
-	"context"
 	"crypto/subtle"
-	"crypto/tls"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/cgi"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 )
 
 // Server is a running Git server.
 type Server struct {
-	root     string
-	listener net.Listener
-	http     *http.Server
-	scheme   string
+	root string
+	http *httptest.Server
 	// CAPEM is the certificate authority of a TLS server's certificate (nil without TLS).
 	CAPEM []byte
 
@@ -43,7 +40,7 @@ type Credentials struct {
 type Options struct {
 	// Addr is a loopback address ("127.0.0.1:0" picks a free port).
 	Addr string
-	// TLS serves https with a certificate of a fresh authority (Server.CAPEM).
+	// TLS serves https with httptest's self-signed certificate for 127.0.0.1 (Server.CAPEM).
 	TLS bool
 }
 
@@ -61,16 +58,7 @@ func Start(root string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{root: root, listener: l, scheme: "http", private: map[string]Credentials{}}
-	if opts.TLS {
-		config, ca, err := selfSignedTLS()
-		if err != nil {
-			_ = l.Close()
-			return nil, err
-		}
-		l = tls.NewListener(l, config)
-		s.listener, s.scheme, s.CAPEM = l, "https", ca
-	}
+	s := &Server{root: root, private: map[string]Credentials{}}
 	cgiHandler := &cgi.Handler{
 		Path: backend,
 		Dir:  root,
@@ -81,8 +69,15 @@ func Start(root string, opts Options) (*Server, error) {
 			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*",
 		},
 	}
-	s.http = &http.Server{Handler: s.authenticate(cgiHandler), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.http.Serve(l) }()
+	s.http = httptest.NewUnstartedServer(s.authenticate(cgiHandler))
+	_ = s.http.Listener.Close()
+	s.http.Listener = l
+	if opts.TLS {
+		s.http.StartTLS()
+		s.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.http.Certificate().Raw})
+	} else {
+		s.http.Start()
+	}
 	return s, nil
 }
 
@@ -109,14 +104,13 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 
 // Stop stops serving.
 func (s *Server) Stop() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return s.http.Shutdown(ctx)
+	s.http.Close()
+	return nil
 }
 
 // URL is the clone URL of the named repository.
 func (s *Server) URL(name string) string {
-	return fmt.Sprintf("%s://%s/%s.git", s.scheme, s.listener.Addr(), name)
+	return fmt.Sprintf("%s/%s.git", s.http.URL, name)
 }
 
 // Create makes an empty repository with branch main; private ones need creds to read.
