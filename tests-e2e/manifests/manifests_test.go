@@ -132,9 +132,6 @@ var builds = []build{
 }
 
 func TestManifests(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a kube-apiserver")
-	}
 	built := map[string][]*unstructured.Unstructured{}
 	for _, b := range builds {
 		objs, err := kustomizeBuild(filepath.Join(manifestsDir, b.dir))
