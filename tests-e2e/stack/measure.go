@@ -39,13 +39,10 @@ func (s *Stack) AllProcesses() map[string]int {
 	for name, p := range s.Processes {
 		pids[name] = p.Pid()
 	}
-	if s.ArgoCD != nil {
-		for name, p := range map[string]interface{ Pid() int }{
-			"redis-server": s.ArgoCD.Redis, "argocd-repo-server": s.ArgoCD.RepoServer,
-			"argocd-application-controller": s.ArgoCD.Controller,
-		} {
-			pids[name] = p.Pid()
-		}
+	if a := s.ArgoCD; a != nil {
+		pids["redis-server"] = a.Redis.Pid()
+		pids["argocd-repo-server"] = a.RepoServer.Pid()
+		pids["argocd-application-controller"] = a.Controller.Pid()
 	}
 	return pids
 }
