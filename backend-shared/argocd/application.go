@@ -45,17 +45,35 @@ func ApplicationName(gitopsDeploymentUID types.UID) string {
 	return "gitopsdepl-" + string(gitopsDeploymentUID)
 }
 
-// AppProjectName is the name of a tenant's AppProject.
+// AppProjectName is the name of the tenant's AppProject for the cluster Argo CD runs on.
 func AppProjectName(tenantID string) string { return "app-project-" + tenantID }
+
+// RemoteAppProjectName is the name of the tenant's AppProject for its managed environments.
+func RemoteAppProjectName(tenantID string) string { return AppProjectName(tenantID) + "-remote" }
+
+// ProjectName is the AppProject of a tenant's Application with this destination.
+func ProjectName(tenantID string, d Destination) string {
+	if d.ManagedEnvironmentID != "" {
+		return RemoteAppProjectName(tenantID)
+	}
+	return AppProjectName(tenantID)
+}
 
 // ClusterSecretName is the Argo CD cluster Secret of a managed environment.
 func ClusterSecretName(managedEnvironmentID string) string {
 	return "managed-env-" + managedEnvironmentID
 }
 
-// RepositorySecretName is the Argo CD repository Secret of a repository credential.
+// RepositorySecretName is the Argo CD repository Secret of a repository credential for the
+// tenant's in-cluster AppProject.
 func RepositorySecretName(repositoryCredentialID string) string {
 	return "repo-cred-" + repositoryCredentialID
+}
+
+// RemoteRepositorySecretName is the repository Secret of a repository credential for the
+// tenant's managed-environment AppProject.
+func RemoteRepositorySecretName(repositoryCredentialID string) string {
+	return RepositorySecretName(repositoryCredentialID) + "-remote"
 }
 
 // ClusterServerURL is the `server` of a managed environment's cluster Secret: the query

@@ -2,7 +2,6 @@ package argocd
 
 import (
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -75,7 +74,7 @@ func ClusterSecret(namespace string, c Cluster) (*corev1.Secret, error) {
 		"server": []byte(ClusterServerURL(c.APIURL, c.ManagedEnvironmentID)),
 		"config": config,
 		// Scoping the cluster to the tenant's project keeps other tenants' Applications off it.
-		"project": []byte(AppProjectName(c.TenantID)),
+		"project": []byte(RemoteAppProjectName(c.TenantID)),
 	}
 	if len(c.Namespaces) > 0 {
 		data["namespaces"] = []byte(strings.Join(c.Namespaces, ","))
@@ -108,13 +107,21 @@ type Repository struct {
 	SSHPrivateKey          string
 }
 
-// RepositorySecret is the Argo CD repository Secret of a repository credential, scoped to
-// the tenant's project so that no other tenant's Application can use it.
-func RepositorySecret(namespace string, r Repository) *corev1.Secret {
+// RepositorySecrets are the Argo CD repository Secrets of a repository credential, one per
+// AppProject of the tenant: Argo CD hands a project-scoped repository Secret only to the
+// Applications of that project, which keeps other tenants from using it.
+func RepositorySecrets(namespace string, r Repository) []*corev1.Secret {
+	return []*corev1.Secret{
+		repositorySecret(namespace, RepositorySecretName(r.RepositoryCredentialID), AppProjectName(r.TenantID), r),
+		repositorySecret(namespace, RemoteRepositorySecretName(r.RepositoryCredentialID), RemoteAppProjectName(r.TenantID), r),
+	}
+}
+
+func repositorySecret(namespace, name, project string, r Repository) *corev1.Secret {
 	data := map[string][]byte{
 		"type":    []byte("git"),
 		"url":     []byte(r.URL),
-		"project": []byte(AppProjectName(r.TenantID)),
+		"project": []byte(project),
 	}
 	if r.SSHPrivateKey != "" {
 		data["sshPrivateKey"] = []byte(r.SSHPrivateKey)
@@ -125,7 +132,7 @@ func RepositorySecret(namespace string, r Repository) *corev1.Secret {
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      RepositorySecretName(r.RepositoryCredentialID),
+			Name:      name,
 			Namespace: namespace,
 			Labels: map[string]string{
 				LabelSecretType:       SecretTypeRepository,
@@ -136,49 +143,5 @@ func RepositorySecret(namespace string, r Repository) *corev1.Secret {
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
-	}
-}
-
-// ProjectDestination is one place a tenant's Applications may deploy to.
-type ProjectDestination struct {
-	// ManagedEnvironmentID empty means the cluster Argo CD runs on.
-	ManagedEnvironmentID string
-	// Namespace may be "*" for a managed environment (its credentials bound it).
-	Namespace string
-}
-
-// AppProject is a tenant's AppProject: its Applications may only read the tenant's
-// repositories and deploy only to the tenant's destinations.
-func AppProject(namespace, tenantID string, sourceRepos []string, destinations []ProjectDestination) *argov1alpha1.AppProject {
-	repos := slices.Clone(sourceRepos)
-	slices.Sort(repos)
-	repos = slices.Compact(repos)
-	dests := make([]argov1alpha1.ApplicationDestination, 0, len(destinations))
-	for _, d := range destinations {
-		dest := argov1alpha1.ApplicationDestination{Namespace: d.Namespace}
-		if d.ManagedEnvironmentID == "" {
-			dest.Server = InClusterServer
-		} else {
-			dest.Name = ClusterSecretName(d.ManagedEnvironmentID)
-		}
-		dests = append(dests, dest)
-	}
-	slices.SortFunc(dests, func(a, b argov1alpha1.ApplicationDestination) int {
-		return strings.Compare(a.Server+"|"+a.Name+"|"+a.Namespace, b.Server+"|"+b.Name+"|"+b.Namespace)
-	})
-	dests = slices.Compact(dests)
-	return &argov1alpha1.AppProject{
-		TypeMeta: metav1.TypeMeta{APIVersion: argov1alpha1.SchemeGroupVersion.String(), Kind: "AppProject"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      AppProjectName(tenantID),
-			Namespace: namespace,
-			Labels:    map[string]string{LabelManagedBy: ManagedByValue, LabelTenantID: tenantID},
-		},
-		Spec: argov1alpha1.AppProjectSpec{
-			SourceRepos:  repos,
-			Destinations: dests,
-			// Tenants deploy namespaced resources only; cluster-scoped ones stay denied.
-			ClusterResourceWhitelist: nil,
-		},
 	}
 }

@@ -2,12 +2,14 @@ package app_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
@@ -48,21 +50,30 @@ func TestManagedEnvironmentAndRepositoryCredentialSecrets(t *testing.T) {
 	g.Expect(secret.Labels).To(HaveKeyWithValue(argocd.LabelTenantID, tenant.ID))
 	g.Expect(string(secret.Data["server"])).To(Equal(envAPIURL + "?managedEnvironment=" + env.ID))
 	g.Expect(string(secret.Data["namespaces"])).To(Equal("app-1,app-2"))
-	g.Expect(string(secret.Data["project"])).To(Equal(argocd.AppProjectName(tenant.ID)))
+	g.Expect(string(secret.Data["project"])).To(Equal(argocd.RemoteAppProjectName(tenant.ID)))
 	var config argov1alpha1.ClusterConfig
 	g.Expect(json.Unmarshal(secret.Data["config"], &config)).To(Succeed())
 	g.Expect(config.BearerToken).To(Equal(envToken))
 
-	// The tenant's AppProject allows the environment, any namespace.
+	// The tenant's managed-environment AppProject allows the environment, any namespace and
+	// any kind; its in-cluster AppProject, with no in-cluster destination, is not made. A
+	// variant spelling of a repository is one sourceRepos entry.
 	_, err = e.store.AddAppProjectDestination(e.ctx, e.db, tenant.ID, env.ID)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = e.store.AddAppProjectRepository(e.ctx, e.db, tenant.ID, repoURL)
-	g.Expect(err).NotTo(HaveOccurred())
-	e.completed(e.signal(db.OperationResourceAppProject, tenant.ID, tenant.ID).ID)
+	for _, url := range []string{repoURL, strings.ToUpper(strings.TrimSuffix(repoURL, ".git")) + "/"} {
+		_, err = e.store.AddAppProjectRepository(e.ctx, e.db, tenant.ID, url)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	op = e.completed(e.signal(db.OperationResourceAppProject, tenant.ID, tenant.ID).ID)
+	g.Expect(op.HumanReadableState).To(Equal("AppProject " + argocd.RemoteAppProjectName(tenant.ID) + " is up to date"))
 	project := &argov1alpha1.AppProject{}
-	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: argocd.AppProjectName(tenant.ID)}, project)).To(Succeed())
+	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: argocd.RemoteAppProjectName(tenant.ID)}, project)).To(Succeed())
 	g.Expect(project.Spec.Destinations).To(Equal([]argov1alpha1.ApplicationDestination{{Name: argocd.ClusterSecretName(env.ID), Namespace: "*"}}))
-	g.Expect(project.Spec.SourceRepos).To(Equal([]string{repoURL}))
+	g.Expect(project.Spec.SourceRepos).To(HaveLen(1))
+	g.Expect(argocd.RepositoryKey(project.Spec.SourceRepos[0])).To(Equal(argocd.RepositoryKey(repoURL)))
+	g.Expect(project.Spec.ClusterResourceWhitelist).To(Equal([]metav1.GroupKind{{Group: "*", Kind: "*"}}))
+	err = e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: argocd.AppProjectName(tenant.ID)}, &argov1alpha1.AppProject{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 
 	// Repository credential: the repository Secret.
 	cred := &db.RepositoryCredential{TenantID: tenant.ID, EngineInstanceID: e.id.InstanceID, RepositoryURL: repoURL,
@@ -70,12 +81,20 @@ func TestManagedEnvironmentAndRepositoryCredentialSecrets(t *testing.T) {
 	g.Expect(e.store.CreateRepositoryCredential(e.ctx, e.db, cred)).To(Succeed())
 	op = e.completed(e.signal(db.OperationResourceRepositoryCredential, cred.ID, tenant.ID).ID)
 	g.Expect(op.HumanReadableState).NotTo(ContainSubstring(repoPasswd))
-	secret, err = e.secret(argocd.RepositorySecretName(cred.ID))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(secret.Labels).To(HaveKeyWithValue(argocd.LabelSecretType, argocd.SecretTypeRepository))
-	g.Expect(string(secret.Data["url"])).To(Equal(repoURL))
-	g.Expect(string(secret.Data["username"])).To(Equal("bot"))
-	g.Expect(string(secret.Data["password"])).To(Equal(repoPasswd))
+	// One repository Secret per AppProject: Argo CD gives a project-scoped Secret only to
+	// that project's Applications.
+	for name, project := range map[string]string{
+		argocd.RepositorySecretName(cred.ID):       argocd.AppProjectName(tenant.ID),
+		argocd.RemoteRepositorySecretName(cred.ID): argocd.RemoteAppProjectName(tenant.ID),
+	} {
+		secret, err = e.secret(name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(secret.Labels).To(HaveKeyWithValue(argocd.LabelSecretType, argocd.SecretTypeRepository))
+		g.Expect(string(secret.Data["project"])).To(Equal(project))
+		g.Expect(string(secret.Data["url"])).To(Equal(repoURL))
+		g.Expect(string(secret.Data["username"])).To(Equal("bot"))
+		g.Expect(string(secret.Data["password"])).To(Equal(repoPasswd))
+	}
 
 	// Rows deleted: Secrets deleted; the AppProject with nothing left goes too.
 	g.Expect(e.store.DeleteManagedEnvironment(e.ctx, e.db, tenant.ID, env.ID)).To(Succeed())
@@ -84,11 +103,14 @@ func TestManagedEnvironmentAndRepositoryCredentialSecrets(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	g.Expect(e.store.DeleteRepositoryCredential(e.ctx, e.db, tenant.ID, cred.ID)).To(Succeed())
 	e.completed(e.signal(db.OperationResourceRepositoryCredential, cred.ID, tenant.ID).ID)
-	_, err = e.secret(argocd.RepositorySecretName(cred.ID))
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	for _, name := range []string{argocd.RepositorySecretName(cred.ID), argocd.RemoteRepositorySecretName(cred.ID)} {
+		_, err = e.secret(name)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}
+	g.Expect(e.store.RemoveAppProjectDestination(e.ctx, e.db, tenant.ID, env.ID)).Error().NotTo(HaveOccurred())
 	op = e.completed(e.signal(db.OperationResourceAppProject, tenant.ID, tenant.ID).ID)
-	g.Expect(op.HumanReadableState).To(HavePrefix("AppProject " + argocd.AppProjectName(tenant.ID) + " deleted"))
-	err = e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: argocd.AppProjectName(tenant.ID)}, &argov1alpha1.AppProject{})
+	g.Expect(op.HumanReadableState).To(HavePrefix("AppProjects of tenant " + tenant.ID + " deleted"))
+	err = e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: argocd.RemoteAppProjectName(tenant.ID)}, &argov1alpha1.AppProject{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 }
 

@@ -4,6 +4,8 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -69,6 +71,22 @@ var _ = Describe("A GitOpsDeployment", func() {
 		Expect(f.Client.Create(ctx, depl)).To(Succeed())
 		Eventually(Object(ctx, f.Client, depl)).Should(BeSyncedAndHealthy())
 		Expect(configMap(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
+	})
+
+	It("cannot deploy cluster-scoped resources to the service's own cluster", func(ctx SpecContext) {
+		name := "escape-" + ns
+		url, _ := repository(ns, map[string]string{
+			"app/configmap.yaml":   ConfigMap("hello", "greeting", "hi"),
+			"app/clusterrole.yaml": clusterRole(name),
+		}, nil)
+		depl := gitopsDeployment(ns, "escape", url, "app", v1.GitOpsDeploymentSpecTypeAutomated)
+		Expect(f.Client.Create(ctx, depl)).To(Succeed())
+		Eventually(Object(ctx, f.Client, depl)).Should(And(
+			HaveField("Status.Sync.Status", v1.SyncStatusCodeOutOfSync),
+			HaveField("Status.OperationState.Message", ContainSubstring("not valid"))))
+		Consistently(func() error {
+			return f.Client.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRole{})
+		}, "5s").Should(Satisfy(apierrors.IsNotFound))
 	})
 
 	It("with the resources finalizer, prunes what it deployed before it goes", func(ctx SpecContext) {

@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,4 +49,49 @@ var _ = Describe("A GitOpsDeploymentManagedEnvironment", func() {
 		Expect(configMap(ctx, f.Client, ns, "remote")()).To(absent)
 
 	})
+
+	It("lets a deployment to a cluster-wide environment create its namespace and cluster-scoped resources", func(ctx SpecContext) {
+		remote, kubeconfig, err := StartRemoteCluster(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(remote.Stop)
+
+		ns := tenant(ctx, "cluster-wide")
+		Expect(f.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "dev-cluster", Namespace: ns},
+			Type:       v1.ManagedEnvironmentSecretType,
+			Data:       map[string][]byte{"kubeconfig": kubeconfig},
+		})).To(Succeed())
+		env := &v1.GitOpsDeploymentManagedEnvironment{
+			ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: ns},
+			Spec:       v1.GitOpsDeploymentManagedEnvironmentSpec{APIURL: remote.Config.Host, ClusterCredentialsSecret: "dev-cluster"},
+		}
+		Expect(f.Client.Create(ctx, env)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, env))).To(Succeed()) })
+
+		url, _ := repository(ns, map[string]string{
+			"app/configmap.yaml":   ConfigMap("made", "by", "argo"),
+			"app/clusterrole.yaml": clusterRole("reader-" + ns),
+		}, nil)
+		depl := gitopsDeployment(ns, "cluster-wide", url, "app", v1.GitOpsDeploymentSpecTypeAutomated)
+		depl.Spec.Destination = v1.ApplicationDestination{Environment: "dev", Namespace: "not-there-yet"}
+		depl.Spec.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{v1.SyncOptionCreateNamespaceTrue}}
+		Expect(f.Client.Create(ctx, depl)).To(Succeed())
+
+		Eventually(Object(ctx, f.Client, depl)).Should(BeSyncedAndHealthy())
+		Expect(configMap(ctx, remote.Client, "not-there-yet", "made")()).To(HaveKeyWithValue("by", "argo"))
+		Expect(remote.Client.Get(ctx, client.ObjectKey{Name: "reader-" + ns}, &rbacv1.ClusterRole{})).To(Succeed())
+	})
 })
+
+// clusterRole is the manifest of a ClusterRole that reads ConfigMaps.
+func clusterRole(name string) string {
+	return `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: ` + name + `
+rules:
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list"]
+`
+}

@@ -48,7 +48,7 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 		if engine, err = r.Tenancy.EngineInstance(ctx, tx, tenant); err != nil {
 			return err
 		}
-		want.input.Project = argocd.AppProjectName(tenant.ID)
+		want.input.Project = argocd.ProjectName(tenant.ID, want.input.Destination)
 		app := &db.Application{
 			ID:                   string(depl.UID),
 			TenantID:             tenant.ID,

@@ -1,5 +1,5 @@
 // Package argoapp carries out Application and AppProject operations: it makes the Argo CD
-// Application of an application row, and the AppProject of a tenant, match the database,
+// Application of an application row, and the AppProjects of a tenant, match the database,
 // creating, updating or deleting them.
 package argoapp
 
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/uptrace/bun"
@@ -47,81 +48,85 @@ var _ operation.Handler = (*Projects)(nil)
 
 // Handle implements operation.Handler.
 func (p *Projects) Handle(ctx context.Context, t operation.Target) (operation.Outcome, error) {
-	applied, err := p.Ensure(ctx, t.ResourceID)
+	kept, err := p.Ensure(ctx, t.ResourceID)
 	if err != nil {
 		return operation.Outcome{}, err
 	}
-	name := argocd.AppProjectName(t.ResourceID)
-	if applied {
-		return operation.Completed(fmt.Sprintf("AppProject %s is up to date", name)), nil
+	if len(kept) == 0 {
+		return operation.Completed(fmt.Sprintf("AppProjects of tenant %s deleted: the tenant has no applications or managed environments on this engine instance", t.ResourceID)), nil
 	}
-	return operation.Completed(fmt.Sprintf("AppProject %s deleted: the tenant has no applications or managed environments on this engine instance", name)), nil
+	return operation.Completed(fmt.Sprintf("AppProject %s is up to date", strings.Join(kept, " and "))), nil
 }
 
-// Ensure applies a tenant's AppProject, or deletes it when the tenant has no application
-// row on this engine instance, no Argo CD Application left in its namespace and no managed
-// environment destination. It reports whether the AppProject exists now. Applications
-// named in gone are ignored: the caller just let them go, and the cache may still show them.
+// Ensure applies a tenant's two AppProjects (see argocd.AppProjects), or deletes each one
+// that no application row on this engine instance, no Argo CD Application left in the
+// namespace and no destination needs. It returns the names of the AppProjects that exist
+// now. Applications named in gone are ignored: the caller just let them go, and the cache
+// may still show them.
 //
 // Destinations are the in-cluster namespaces the tenant's applications deploy to (rows,
 // plus Argo CD Applications still being deleted, which need their destination to prune)
 // and every managed environment of the tenant's AppProject rows, any namespace.
-func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) (bool, error) {
+func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) ([]string, error) {
 	apps, err := p.Store.ListApplications(ctx, p.DB, tenantID)
 	if err != nil {
-		return false, fmt.Errorf("listing the tenant's applications: %w", err)
+		return nil, fmt.Errorf("listing the tenant's applications: %w", err)
 	}
 	envs, err := p.Store.ListAppProjectDestinations(ctx, p.DB, tenantID)
 	if err != nil {
-		return false, fmt.Errorf("listing the tenant's AppProject destinations: %w", err)
+		return nil, fmt.Errorf("listing the tenant's AppProject destinations: %w", err)
 	}
 	repos, err := p.Store.ListAppProjectRepositories(ctx, p.DB, tenantID)
 	if err != nil {
-		return false, fmt.Errorf("listing the tenant's AppProject repositories: %w", err)
+		return nil, fmt.Errorf("listing the tenant's AppProject repositories: %w", err)
 	}
 	list := &argov1alpha1.ApplicationList{}
 	if err := p.Client.List(ctx, list, client.InNamespace(p.Identity.Namespace),
 		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantID: tenantID}); err != nil {
-		return false, fmt.Errorf("listing the tenant's Argo CD Applications: %w", err)
+		return nil, fmt.Errorf("listing the tenant's Argo CD Applications: %w", err)
 	}
 	live := slices.DeleteFunc(list.Items, func(app argov1alpha1.Application) bool { return slices.Contains(gone, app.Name) })
 
+	// An AppProject is needed while an Application of this instance is in it, whatever
+	// its destination, so that Argo CD can still prune and delete it.
 	var dests []argocd.ProjectDestination
-	ours := 0
-	for _, app := range apps {
-		if app.EngineInstanceID != p.Identity.InstanceID {
-			continue
-		}
-		ours++
-		if d, ok := inCluster(app.Spec.Destination); ok {
+	needed := map[string]bool{}
+	use := func(spec argov1alpha1.ApplicationSpec) {
+		needed[spec.Project] = true
+		if d, ok := inCluster(spec.Destination); ok {
 			dests = append(dests, d)
 		}
 	}
-	for _, app := range live {
-		if d, ok := inCluster(app.Spec.Destination); ok {
-			dests = append(dests, d)
+	for _, app := range apps {
+		if app.EngineInstanceID == p.Identity.InstanceID {
+			use(app.Spec)
 		}
+	}
+	for _, app := range live {
+		use(app.Spec)
 	}
 	for _, env := range envs {
 		dests = append(dests, argocd.ProjectDestination{ManagedEnvironmentID: env, Namespace: "*"})
 	}
+	local, remote := argocd.AppProjects(p.Identity.Namespace, tenantID, repos, dests)
 
-	if ours == 0 && len(live) == 0 && len(envs) == 0 {
-		project := &argov1alpha1.AppProject{}
-		project.Name, project.Namespace = argocd.AppProjectName(tenantID), p.Identity.Namespace
-		if err := p.Client.Delete(ctx, project); client.IgnoreNotFound(err) != nil {
-			return false, fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
+	var kept []string
+	for _, project := range []*argov1alpha1.AppProject{local, remote} {
+		if !needed[project.Name] && len(project.Spec.Destinations) == 0 {
+			if err := p.Client.Delete(ctx, project); client.IgnoreNotFound(err) != nil {
+				return nil, fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
+			}
+			continue
 		}
-		return false, nil
+		kept = append(kept, project.Name)
+		if p.upToDate(ctx, project) {
+			continue
+		}
+		if err := ssa.Apply(ctx, p.Client, project); err != nil {
+			return nil, fmt.Errorf("applying AppProject %s: %w", project.Name, err)
+		}
 	}
-	project := argocd.AppProject(p.Identity.Namespace, tenantID, repos, dests)
-	if p.upToDate(ctx, project) {
-		return true, nil
-	}
-	if err := ssa.Apply(ctx, p.Client, project); err != nil {
-		return false, fmt.Errorf("applying AppProject %s: %w", project.Name, err)
-	}
-	return true, nil
+	return kept, nil
 }
 
 // upToDate reports whether the cached AppProject already says what want says, so that an

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
@@ -181,12 +182,14 @@ var _ operation.Handler = (*Repositories)(nil)
 
 // Handle implements operation.Handler.
 func (r *Repositories) Handle(ctx context.Context, t operation.Target) (operation.Outcome, error) {
-	name := argocd.RepositorySecretName(t.ResourceID)
+	names := []string{argocd.RepositorySecretName(t.ResourceID), argocd.RemoteRepositorySecretName(t.ResourceID)}
 	remove := func(why string) (operation.Outcome, error) {
-		if err := deleteSecret(ctx, r.Client, r.Identity.Namespace, name); err != nil {
-			return operation.Outcome{}, err
+		for _, name := range names {
+			if err := deleteSecret(ctx, r.Client, r.Identity.Namespace, name); err != nil {
+				return operation.Outcome{}, err
+			}
 		}
-		return operation.Completed(fmt.Sprintf("repository Secret %s deleted: %s", name, why)), nil
+		return operation.Completed(fmt.Sprintf("repository Secrets %s deleted: %s", strings.Join(names, " and "), why)), nil
 	}
 	if t.TenantID == "" {
 		return remove("the repository credential no longer exists")
@@ -204,7 +207,7 @@ func (r *Repositories) Handle(ctx context.Context, t operation.Target) (operatio
 	if cred.EngineInstanceID != r.Identity.InstanceID {
 		return remove("the repository credential is served by another engine instance")
 	}
-	secret := argocd.RepositorySecret(r.Identity.Namespace, argocd.Repository{
+	secrets := argocd.RepositorySecrets(r.Identity.Namespace, argocd.Repository{
 		RepositoryCredentialID: cred.ID,
 		TenantID:               cred.TenantID,
 		URL:                    cred.RepositoryURL,
@@ -212,10 +215,12 @@ func (r *Repositories) Handle(ctx context.Context, t operation.Target) (operatio
 		Password:               string(cred.Password),
 		SSHPrivateKey:          string(cred.SSHPrivateKey),
 	})
-	if err := applySecret(ctx, r.Client, secret); err != nil {
-		return operation.Outcome{}, err
+	for _, secret := range secrets {
+		if err := applySecret(ctx, r.Client, secret); err != nil {
+			return operation.Outcome{}, err
+		}
 	}
-	return operation.Completed(fmt.Sprintf("repository Secret %s is up to date", name)), nil
+	return operation.Completed(fmt.Sprintf("repository Secrets %s are up to date", strings.Join(names, " and "))), nil
 }
 
 // decryptionProblem is the user-facing message of an error decrypting credentials, or ""
