@@ -79,8 +79,9 @@ generate: tools ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: tools ## Generate CRDs (manifests/crd/bases), webhook configurations (manifests/webhook, manifests/webhook/appstudio-controller) and one ClusterRole per binary (manifests/rbac/<binary>).
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=manifests/crd/bases
+manifests: tools ## Generate CRDs (manifests/crd/bases; the sandbox's SpaceRequest, for tests and installs without the sandbox, in manifests/crd/toolchain), webhook configurations (manifests/webhook, manifests/webhook/appstudio-controller) and one ClusterRole per binary (manifests/rbac/<binary>).
+	$(CONTROLLER_GEN) crd paths="{./api/appstudio/...,./api/managedgitops/...}" output:crd:dir=manifests/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/toolchain/... output:crd:dir=manifests/crd/toolchain
 	$(CONTROLLER_GEN) webhook paths=./backend/... output:webhook:dir=manifests/webhook
 	$(CONTROLLER_GEN) webhook paths=./appstudio-controller/... output:webhook:dir=manifests/webhook/appstudio-controller
 	for b in $(BINARIES); do $(CONTROLLER_GEN) rbac:roleName=gitops-service-$$b paths=./$$b/... output:rbac:dir=manifests/rbac/$$b; done

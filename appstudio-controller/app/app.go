@@ -10,13 +10,18 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	toolchain "github.com/gitops-service/gitops-service/api/toolchain/v1alpha1"
 
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/binding"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/dtbinder"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/environment"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/promotion"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/provisioner"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/sandbox"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/webhook"
 )
 
@@ -30,6 +35,11 @@ type Options struct {
 	// PromotionTimeout is how long a PromotionRun waits for every component to be Synced
 	// and Healthy before it completes with Failure.
 	PromotionTimeout time.Duration
+	// SandboxProvisioner runs the appstudio.redhat.com/devsandbox provisioner (package
+	// sandbox), which provisions DeploymentTargets through the Developer Sandbox's
+	// SpaceRequests. It is skipped, with a log line, when the API server does not serve
+	// SpaceRequests (toolchain.dev.openshift.com/v1alpha1) at start-up.
+	SandboxProvisioner bool
 	// EnableWebhooks serves the validating admission webhooks (package webhook) on the
 	// manager's webhook server.
 	EnableWebhooks bool
@@ -41,6 +51,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProvisionerAPIServerURL, "namespace-provisioner-api-url", "",
 		"API server URL (as reachable by Argo CD) written into the kubeconfigs of the built-in "+provisioner.Name+
 			" DeploymentTarget provisioner; empty disables the provisioner.")
+	fs.BoolVar(&o.SandboxProvisioner, "devsandbox-provisioner", true,
+		"Run the "+sandbox.Name+" DeploymentTarget provisioner, which creates Developer Sandbox SpaceRequests; "+
+			"it is skipped when the API server does not serve toolchain.dev.openshift.com/v1alpha1 SpaceRequests.")
 	fs.DurationVar(&o.PromotionTimeout, "promotion-timeout", 10*time.Minute, "How long a PromotionRun waits for all components to be Synced and Healthy before it fails.")
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (port 9443, serving certificate tls.crt/tls.key in /tmp/k8s-webhook-server/serving-certs).")
 }
@@ -96,8 +109,40 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 	} else {
 		log.Info("namespace provisioner disabled", "flag", "namespace-provisioner-api-url")
 	}
+	if err := o.setupSandbox(ctx, mgr, log, workers); err != nil {
+		return err
+	}
 	return (&promotion.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("promotionrun-controller"),
 		Timeout: timeout, MaxConcurrentReconciles: workers,
+	}).SetupWithManager(ctx, mgr)
+}
+
+// setupSandbox adds the devsandbox provisioner when it is enabled and SpaceRequests are served.
+func (o *Options) setupSandbox(ctx context.Context, mgr ctrl.Manager, log logr.Logger, workers int) error {
+	if !o.SandboxProvisioner {
+		log.Info("devsandbox provisioner disabled", "flag", "devsandbox-provisioner")
+		return nil
+	}
+	gk := schema.GroupKind{Group: toolchain.GroupVersion.Group, Kind: "SpaceRequest"}
+	if _, err := mgr.GetRESTMapper().RESTMapping(gk, toolchain.GroupVersion.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			log.Info("devsandbox provisioner disabled: the API server does not serve SpaceRequests", "group", gk.Group)
+			return nil
+		}
+		return err
+	}
+	if s := mgr.GetScheme(); !s.IsVersionRegistered(toolchain.GroupVersion) {
+		if err := toolchain.AddToScheme(s); err != nil {
+			return err
+		}
+	}
+	if err := (&sandbox.ClaimReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("devsandbox-provisioner"), MaxConcurrentReconciles: workers,
+	}).SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	return (&sandbox.TargetReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("devsandbox-provisioner"), MaxConcurrentReconciles: workers,
 	}).SetupWithManager(ctx, mgr)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	toolchain "github.com/gitops-service/gitops-service/api/toolchain/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/app"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
@@ -26,10 +29,31 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// The Developer Sandbox's SpaceRequest CRD is not a service CRD (not installed by
+	// manifests/base): load it, and its type, for the devsandbox provisioner's tests.
+	if err := installToolchain(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = cp.Stop()
+		os.Exit(1)
+	}
 	ctrl.SetLogger(logr.Discard())
 	code := m.Run()
 	_ = cp.Stop()
 	os.Exit(code)
+}
+
+// installToolchain installs manifests/crd/toolchain and registers its types in the shared
+// scheme (before any manager runs, so that app.Options.Setup only reads the scheme).
+func installToolchain() error {
+	if err := toolchain.AddToScheme(cp.Scheme); err != nil {
+		return err
+	}
+	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join("..", "..", "manifests", "crd", "toolchain")}, ErrorIfPathMissing: true})
+	if err != nil {
+		return fmt.Errorf("installing the toolchain CRDs: %w", err)
+	}
+	return nil
 }
 
 const (

@@ -75,7 +75,18 @@ type DeploymentTargetClaimStatus struct {
 	// Phase is Pending, Bound or Lost.
 	// +optional
 	Phase DeploymentTargetClaimPhase `json:"phase,omitempty"`
+
+	// Conditions report the provisioning of a DeploymentTarget for the claim by a dynamic
+	// provisioner (type Provisioned; see the user guide for its reasons).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// DeploymentTargetClaimConditionProvisioned is the type of the condition with which a
+// provisioner reports on a claim whether it provisioned a DeploymentTarget for it.
+const DeploymentTargetClaimConditionProvisioned = "Provisioned"
 
 // DeploymentTargetClaim requests a DeploymentTarget, as a PersistentVolumeClaim requests a
 // PersistentVolume. An Environment deploys to the DeploymentTarget bound to the claim it

@@ -1,0 +1,21 @@
+/*
+Copyright The GitOps Service Authors. Licensed under the Apache License, Version 2.0.
+*/
+
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the API group and version of the Developer Sandbox (toolchain) API.
+	GroupVersion = schema.GroupVersion{Group: "toolchain.dev.openshift.com", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the types of this package with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the types of this package to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
