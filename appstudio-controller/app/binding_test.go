@@ -1,13 +1,17 @@
 package app_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -135,8 +139,9 @@ func TestBindingDestinationAndErrors(t *testing.T) {
 	comp := strings.Repeat("c", 63)
 	for _, n := range []int{186, 187} {
 		name := strings.Repeat("x", n)
+		// One binding per (application, environment): each its own application.
 		h.create(&appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "remote", Snapshot: "s"}})
+			Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "app" + strconv.Itoa(n), Environment: "remote", Snapshot: "s"}})
 		h.setComponents(name, component(comp))
 	}
 	list := &gitops.GitOpsDeploymentList{}
@@ -150,4 +155,121 @@ func TestBindingDestinationAndErrors(t *testing.T) {
 	}, eventually, poll).Should(ConsistOf(
 		strings.Repeat("x", 186)+"-"+comp,
 		And(HavePrefix(strings.Repeat("x", 180)+"-"), HaveLen(245))))
+}
+
+// retries sums the reconciles of the binding controller (of every manager of this test
+// binary) that ended in an error or a requeue.
+func retries(g Gomega) float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var n float64
+	found := false
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["controller"] == "snapshotenvironmentbinding" {
+				found = true
+				if labels["result"] != "success" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	g.Expect(found).To(BeTrue(), "no reconcile metrics of the binding controller")
+	return n
+}
+
+func (h *harness) ownedDeployments(binding string) func() []string {
+	return func() []string {
+		b := h.binding(binding)
+		list := &gitops.GitOpsDeploymentList{}
+		h.g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
+		var names []string
+		for i := range list.Items {
+			if metav1.IsControlledBy(&list.Items[i], b) {
+				names = append(names, list.Items[i].Name)
+			}
+		}
+		return names
+	}
+}
+
+func TestBindingInvalidComponentName(t *testing.T) {
+	h := start(t)
+	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "staging"}})
+	h.create(&appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: "appa-staging"},
+		Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "staging", Snapshot: "snap1"}})
+	h.setComponents("appa-staging", component("comp-a"), component("Comp_B"))
+
+	// The valid component is deployed; the invalid one is reported, by name, and skipped.
+	h.g.Eventually(h.bindingCondition("appa-staging"), eventually, poll).Should(And(
+		withReason(metav1.ConditionTrue, "InvalidComponentName"),
+		WithTransform(func(c *metav1.Condition) string { return c.Message }, And(
+			ContainSubstring(`component "Comp_B"`), ContainSubstring(`"appa-staging-appa-staging-Comp_B"`),
+			ContainSubstring("1 of 2 components cannot be deployed"), Not(ContainSubstring(`"comp-a"`))))))
+	h.g.Eventually(h.ownedDeployments("appa-staging"), eventually, poll).Should(ConsistOf("appa-staging-appa-staging-comp-a"))
+	h.g.Eventually(h.events("appa-staging", "Warning"), eventually, poll).Should(ContainElement("InvalidComponentName"))
+	h.g.Eventually(func() []appstudio.BindingStatusGitOpsDeployment {
+		return h.binding("appa-staging").Status.GitOpsDeployments
+	}, eventually, poll).
+		Should(ConsistOf(
+			HaveField("GitOpsDeployment", "appa-staging-appa-staging-comp-a"),
+			And(HaveField("ComponentName", "Comp_B"), HaveField("GitOpsDeployment", ""))))
+
+	// Not retried: no reconcile of the binding controller errs or requeues while nothing changes.
+	before := retries(h.g)
+	h.g.Consistently(func() float64 { return retries(h.g) }, 3*time.Second, 200*time.Millisecond).Should(Equal(before))
+
+	// Renaming the component resolves the condition and deploys it.
+	h.setComponents("appa-staging", component("comp-a"), component("comp-b"))
+	h.g.Eventually(h.ownedDeployments("appa-staging"), eventually, poll).Should(ConsistOf(
+		"appa-staging-appa-staging-comp-a", "appa-staging-appa-staging-comp-b"))
+	h.g.Eventually(h.bindingCondition("appa-staging"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
+}
+
+func TestBindingDuplicate(t *testing.T) {
+	h := start(t) // webhooks off, as while the webhook is unavailable
+	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "staging"}})
+	newBinding := func(name string) {
+		h.create(&appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "staging", Snapshot: "snap1"}})
+		h.setComponents(name, component("comp-a"))
+	}
+	newBinding("second") // the older, despite its name
+	h.g.Eventually(h.ownedDeployments("second"), eventually, poll).Should(ConsistOf("second-appa-staging-comp-a"))
+	winner := &gitops.GitOpsDeployment{}
+	h.g.Expect(h.c.Get(h.ctx, h.key("second-appa-staging-comp-a"), winner)).To(Succeed())
+	time.Sleep(1100 * time.Millisecond) // creation timestamps have a resolution of a second
+
+	// A younger duplicate that already generated a deployment (before it saw the older one).
+	newBinding("first")
+	stale := &gitops.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "first-appa-staging-comp-b"},
+		Spec: gitops.GitOpsDeploymentSpec{Source: gitops.ApplicationSource{RepoURL: "https://github.com/example/gitops", Path: "p"},
+			Destination: gitops.ApplicationDestination{Namespace: h.ns}, Type: gitops.GitOpsDeploymentSpecTypeAutomated}}
+	h.g.Expect(controllerutil.SetControllerReference(h.binding("first"), stale, cp.Scheme)).To(Succeed())
+	h.create(stale)
+
+	h.g.Eventually(h.bindingCondition("first"), eventually, poll).Should(And(
+		withReason(metav1.ConditionTrue, "DuplicateBinding"),
+		WithTransform(func(c *metav1.Condition) string { return c.Message }, ContainSubstring(`SnapshotEnvironmentBinding "second"`))))
+	h.g.Eventually(h.gone(stale), eventually, poll).Should(BeTrue())
+	h.g.Consistently(h.ownedDeployments("first"), 2*time.Second, poll).Should(BeEmpty())
+	h.g.Eventually(h.events("first", "Warning"), eventually, poll).Should(ContainElement("DuplicateBinding"))
+
+	// The older binding is untouched.
+	h.g.Expect(h.c.Get(h.ctx, h.key("second-appa-staging-comp-a"), winner)).To(Succeed())
+	h.g.Expect(winner.DeletionTimestamp.IsZero()).To(BeTrue())
+	h.g.Expect(h.ownedDeployments("second")()).To(ConsistOf("second-appa-staging-comp-a"))
+	h.g.Expect(h.bindingCondition("second")()).To(Or(BeNil(), HaveField("Status", metav1.ConditionFalse)))
+
+	// When the older binding goes, the duplicate takes over.
+	h.g.Expect(h.c.Delete(h.ctx, h.binding("second"))).To(Succeed())
+	h.g.Eventually(h.ownedDeployments("first"), eventually, poll).Should(ConsistOf("first-appa-staging-comp-a"))
+	h.g.Eventually(h.bindingCondition("first"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
 }

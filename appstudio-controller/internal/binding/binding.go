@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -38,6 +39,12 @@ const (
 	ReasonEnvironmentNotReady       = "EnvironmentNotReady"
 	ReasonInvalidComponentStatus    = "InvalidComponentStatus"
 	ReasonNameConflict              = "GitOpsDeploymentNameConflict"
+	// ReasonInvalidComponentName: a component's GitOpsDeployment name would not be a valid
+	// object name; that component is skipped, the others are deployed.
+	ReasonInvalidComponentName = "InvalidComponentName"
+	// ReasonDuplicateBinding: an older binding in the namespace binds the same application to
+	// the same environment; this one deploys nothing.
+	ReasonDuplicateBinding = "DuplicateBinding"
 )
 
 // EnvironmentIndex indexes bindings by spec.environment.
@@ -58,7 +65,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller: bindings are requeued when their
-// GitOpsDeployments change (drift, deletion, status) and when their Environment changes.
+// GitOpsDeployments change (drift, deletion, status), when their Environment changes, and
+// when another binding of the same application and environment changes (see duplicate).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &appstudio.SnapshotEnvironmentBinding{}, EnvironmentIndex, func(o client.Object) []string {
 		return []string{o.(*appstudio.SnapshotEnvironmentBinding).Spec.Environment}
@@ -69,6 +77,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&appstudio.SnapshotEnvironmentBinding{}).
 		Owns(&gitops.GitOpsDeployment{}).
 		Watches(&appstudio.Environment{}, handler.EnqueueRequestsFromMapFunc(r.forEnvironment)).
+		Watches(&appstudio.SnapshotEnvironmentBinding{}, handler.EnqueueRequestsFromMapFunc(r.forSiblings)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("snapshotenvironmentbinding").
 		Complete(r)
@@ -87,6 +96,51 @@ func (r *Reconciler) forEnvironment(ctx context.Context, o client.Object) []reco
 	return reqs
 }
 
+// forSiblings requeues the other bindings of a binding's application and environment: when
+// the oldest of them is deleted, the next one takes over.
+func (r *Reconciler) forSiblings(ctx context.Context, o client.Object) []reconcile.Request {
+	b := o.(*appstudio.SnapshotEnvironmentBinding)
+	list := &appstudio.SnapshotEnvironmentBindingList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{EnvironmentIndex: b.Spec.Environment}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing bindings of environment")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, other := range list.Items {
+		if other.Name != b.Name && other.Spec.Application == b.Spec.Application {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: other.Namespace, Name: other.Name}})
+		}
+	}
+	return reqs
+}
+
+// duplicate returns the name of the binding that b duplicates: the oldest (creation time,
+// then name) binding, not being deleted, of b's application and environment in b's namespace,
+// when that is not b; "" when b is that binding. At most one binding per (application,
+// environment) is enforced by the validating webhook, but bindings created while the webhook
+// was unavailable can exist.
+func (r *Reconciler) duplicate(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) (string, error) {
+	list := &appstudio.SnapshotEnvironmentBindingList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{EnvironmentIndex: b.Spec.Environment}); err != nil {
+		return "", err
+	}
+	winner := b
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.Name == b.Name || o.Spec.Application != b.Spec.Application || !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if o.CreationTimestamp.Before(&winner.CreationTimestamp) ||
+			(o.CreationTimestamp.Equal(&winner.CreationTimestamp) && o.Name < winner.Name) {
+			winner = o
+		}
+	}
+	if winner == b {
+		return "", nil
+	}
+	return winner.Name, nil
+}
+
 // Reconcile makes the binding's GitOpsDeployments match its components, and reports status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
@@ -100,8 +154,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := b.Status.DeepCopy()
 
 	err := r.reconcile(ctx, b)
-	if err != nil && !errcond.IsUser(err) {
-		log.Error(err, "reconciling binding")
+	if ierr := internalOnly(err); ierr != nil {
+		log.Error(ierr, "reconciling binding")
 	}
 	if errcond.Apply(&b.Status.BindingConditions, b.Generation, err) && r.Recorder != nil {
 		if c := meta.FindStatusCondition(b.Status.BindingConditions, errcond.Type); c != nil && c.Status == metav1.ConditionTrue {
@@ -124,7 +178,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, internalOnly(err)
 }
 
+// internalOnly returns the internal (retried) part of err: nil for a user error, and the
+// internal errors of a join of user and internal errors.
 func internalOnly(err error) error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var internal []error
+		for _, e := range joined.Unwrap() {
+			if ie := internalOnly(e); ie != nil {
+				internal = append(internal, ie)
+			}
+		}
+		return errors.Join(internal...)
+	}
 	if err == nil || errcond.IsUser(err) {
 		return nil
 	}
@@ -162,11 +227,14 @@ func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvir
 }
 
 // Desired returns the GitOpsDeployments of the binding (without owner references), or a user
-// error when its component status cannot be used.
+// error when its component status cannot be used. Components whose GitOpsDeployment name
+// would not be a valid object name are left out, and reported in a user error
+// (ReasonInvalidComponentName) returned with the deployments of the other components.
 func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDestination) ([]*gitops.GitOpsDeployment, error) {
 	seen := map[string]bool{}
 	componentOf := map[string]string{} // generated name -> component
 	var out []*gitops.GitOpsDeployment
+	var invalid []string
 	for _, c := range b.Status.Components {
 		if seen[c.Name] {
 			return nil, errcond.New(ReasonDuplicateComponents, fmt.Sprintf("status.components lists component %q more than once", c.Name))
@@ -176,6 +244,11 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDes
 		// the shortened name of component "<app>-<env>-<c>" (whose full name is past
 		// MaxNameLength). They must not share a GitOpsDeployment.
 		name := DeploymentName(b.Name, b.Spec.Application, b.Spec.Environment, c.Name)
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			invalid = append(invalid, fmt.Sprintf("component %q: GitOpsDeployment name %q is not a valid object name: %s",
+				c.Name, name, strings.Join(errs, "; ")))
+			continue
+		}
 		if other, ok := componentOf[name]; ok {
 			return nil, errcond.New(ReasonNameConflict, fmt.Sprintf("components %q and %q would both be deployed by GitOpsDeployment %q; rename one of them", other, c.Name, name))
 		}
@@ -197,6 +270,16 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDes
 			},
 		})
 	}
+	if len(invalid) > 0 {
+		if out == nil {
+			out = []*gitops.GitOpsDeployment{} // nothing valid: still delete what is no longer wanted
+		}
+		return out, errcond.New(ReasonInvalidComponentName, fmt.Sprintf(
+			"%d of %d components cannot be deployed, the others are: %s. The name of each GitOpsDeployment is "+
+				"<binding>-<application>-<environment>-<component> (shortened past %d characters) and must be a "+
+				"lowercase RFC 1123 subdomain: rename the component (or the binding, application or environment)",
+			len(invalid), len(b.Status.Components), strings.Join(invalid, "; "), MaxNameLength))
+	}
 	return out, nil
 }
 
@@ -217,6 +300,21 @@ func labels(application, component, env string) map[string]string {
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) error {
+	winner, err := r.duplicate(ctx, b)
+	if err != nil {
+		return err
+	}
+	if winner != "" {
+		// Own nothing: remove what this binding may have generated before the older one was
+		// seen (never anything of the older binding: only deployments controlled by b).
+		if err := r.deleteOwned(ctx, b, nil); err != nil {
+			return err
+		}
+		return errcond.New(ReasonDuplicateBinding, fmt.Sprintf(
+			"SnapshotEnvironmentBinding %q already binds application %q to environment %q (it is older); this binding duplicates it "+
+				"and deploys nothing. Delete this binding, and point %q at the snapshot to deploy instead",
+			winner, b.Spec.Application, b.Spec.Environment, winner))
+	}
 	if len(b.Status.Components) == 0 {
 		return errcond.New(ReasonWaitingForComponentStatus, "Waiting for the Application Service to write the components' GitOps repository locations (status.components) before generating GitOpsDeployments")
 	}
@@ -225,11 +323,12 @@ func (r *Reconciler) reconcile(ctx context.Context, b *appstudio.SnapshotEnviron
 		return err
 	}
 	want, err := Desired(b, dest)
-	if err != nil {
+	if err != nil && want == nil {
 		return err
 	}
+	// err, if any, is about invalid components; the valid ones are deployed all the same.
+	errs := []error{err}
 	keep := map[string]bool{}
-	var errs []error
 	for _, d := range want {
 		keep[d.Name] = true
 		if err := r.apply(ctx, b, d); err != nil {
@@ -237,10 +336,19 @@ func (r *Reconciler) reconcile(ctx context.Context, b *appstudio.SnapshotEnviron
 		}
 	}
 	// Delete the deployments of components that are gone.
+	if err := r.deleteOwned(ctx, b, keep); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// deleteOwned deletes the GitOpsDeployments controlled by b whose names are not in keep.
+func (r *Reconciler) deleteOwned(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding, keep map[string]bool) error {
 	owned, err := r.owned(ctx, b)
 	if err != nil {
-		return errors.Join(append(errs, err)...)
+		return err
 	}
+	var errs []error
 	for i := range owned {
 		d := &owned[i]
 		if keep[d.Name] {
@@ -250,9 +358,9 @@ func (r *Reconciler) reconcile(ctx context.Context, b *appstudio.SnapshotEnviron
 			errs = append(errs, err)
 			continue
 		}
-		ctrl.LoggerFrom(ctx).Info("deleted GitOpsDeployment of removed component", "gitopsDeployment", d.Name)
+		ctrl.LoggerFrom(ctx).Info("deleted GitOpsDeployment no longer generated", "gitopsDeployment", d.Name)
 		if r.Recorder != nil {
-			r.Recorder.Eventf(b, corev1.EventTypeNormal, "Deleted", "Deleted GitOpsDeployment %s of a component no longer in the binding", d.Name)
+			r.Recorder.Eventf(b, corev1.EventTypeNormal, "Deleted", "Deleted GitOpsDeployment %s, no longer generated by the binding", d.Name)
 		}
 	}
 	return errors.Join(errs...)
