@@ -66,3 +66,117 @@ var _ = Describe("Tenants", func() {
 		Expect(depl.Status.Sync.Status).NotTo(Equal(v1.SyncStatusCodeSynced))
 	})
 })
+
+var _ = Describe("Managed environments of two tenants on one cluster", func() {
+	It("reach only the namespaces their credentials give them", func(ctx SpecContext) {
+		remote, _, err := StartRemoteCluster(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(remote.Stop)
+		for _, ns := range []string{"ns-a", "ns-b"} {
+			Expect(remote.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		}
+		kubeconfigA, err := NamespaceAdminKubeconfig(ctx, remote, "ns-a", "sa-a", "ns-a")
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfigB, err := NamespaceAdminKubeconfig(ctx, remote, "ns-b", "sa-b", "ns-b")
+		Expect(err).NotTo(HaveOccurred())
+
+		tenantA, tenantB := tenant(ctx, "iso-a"), tenant(ctx, "iso-b")
+		envA := isolationEnvironment(ctx, tenantA, "cluster", remote.Config.Host, kubeconfigA, "ns-a")
+		envB := isolationEnvironment(ctx, tenantB, "cluster", remote.Config.Host, kubeconfigB, "ns-b")
+		for _, env := range []*v1.GitOpsDeploymentManagedEnvironment{envA, envB} {
+			Eventually(Object(ctx, f.Client, env)).Should(HaveField("Status.Conditions", ContainElement(And(
+				HaveField("Type", v1.ManagedEnvironmentConditionConnectionInitializationSucceeded),
+				HaveField("Status", metav1.ConditionTrue)))))
+		}
+
+		By("a cluster-wide environment with tenant A's namespace-scoped credentials is refused")
+		wide := isolationEnvironment(ctx, tenantA, "cluster-wide", remote.Config.Host, kubeconfigA)
+		Eventually(Object(ctx, f.Client, wide)).Should(HaveField("Status.Conditions", ContainElement(And(
+			HaveField("Type", v1.ManagedEnvironmentConditionConnectionInitializationSucceeded),
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", string(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials)),
+			HaveField("Message", ContainSubstring("may not list namespaces")),
+		))))
+
+		By("tenant A deploys to its own namespace")
+		urlA, shaA := repository(tenantA, map[string]string{
+			"own/configmap.yaml":     ConfigMap("from-a", "tenant", "a"),
+			"intrude/configmap.yaml": ConfigMap("intrusion-from-a", "tenant", "a"),
+		}, nil)
+		ownA := gitopsDeployment(tenantA, "own", urlA, "own", v1.GitOpsDeploymentSpecTypeAutomated)
+		ownA.Spec.Destination = v1.ApplicationDestination{Environment: "cluster", Namespace: "ns-a"}
+		Expect(f.Client.Create(ctx, ownA)).To(Succeed())
+		Eventually(Object(ctx, f.Client, ownA)).Should(And(BeSyncedAndHealthy(), HaveRevision(shaA)))
+		Expect(configMap(ctx, remote.Client, "ns-a", "from-a")()).To(HaveKeyWithValue("tenant", "a"))
+
+		By("tenant A's deployment to tenant B's namespace through its own environment")
+		intrude := gitopsDeployment(tenantA, "intrude", urlA, "intrude", v1.GitOpsDeploymentSpecTypeAutomated)
+		intrude.Spec.Destination = v1.ApplicationDestination{Environment: "cluster", Namespace: "ns-b"}
+		Expect(f.Client.Create(ctx, intrude)).To(Succeed())
+		// Argo CD refuses to compare it: ns-b is not among the namespaces of tenant A's cluster
+		// Secret. Nothing reaches ns-b, and the status says why.
+		Eventually(Object(ctx, f.Client, intrude)).Should(And(
+			HaveCondition(v1.GitOpsDeploymentConditionComparisonError, v1.GitOpsConditionStatusTrue),
+			HaveField("Status.Conditions", ContainElement(HaveField("Message", And(
+				ContainSubstring(`namespace "ns-b"`), ContainSubstring("is not managed"))))),
+			HaveField("Status.Sync.Status", v1.SyncStatusCodeUnknown)))
+		Consistently(func(g Gomega) {
+			g.Expect(configMap(ctx, remote.Client, "ns-b", "intrusion-from-a")()).To(absent)
+			g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(intrude), intrude)).To(Succeed())
+			g.Expect(intrude.Status.Sync.Status).NotTo(Equal(v1.SyncStatusCodeSynced))
+		}, "20s").Should(Succeed())
+
+		By("tenant A's environment naming ns-b too, which its credentials do not reach")
+		// Only the first of spec.namespaces is checked when connecting, so this environment
+		// connects; the cluster's RBAC still keeps tenant A out of ns-b.
+		both := isolationEnvironment(ctx, tenantA, "both", remote.Config.Host, kubeconfigA, "ns-a", "ns-b")
+		Eventually(Object(ctx, f.Client, both)).Should(HaveField("Status.Conditions", ContainElement(And(
+			HaveField("Type", v1.ManagedEnvironmentConditionConnectionInitializationSucceeded),
+			HaveField("Status", metav1.ConditionTrue)))))
+		intrude2 := gitopsDeployment(tenantA, "intrude-rbac", urlA, "intrude", v1.GitOpsDeploymentSpecTypeAutomated)
+		intrude2.Spec.Destination = v1.ApplicationDestination{Environment: "both", Namespace: "ns-b"}
+		Expect(f.Client.Create(ctx, intrude2)).To(Succeed())
+		// Argo CD cannot even read ns-b with sa-a's token: the status shows the 403.
+		Eventually(Object(ctx, f.Client, intrude2)).Should(And(
+			HaveCondition(v1.GitOpsDeploymentConditionComparisonError, v1.GitOpsConditionStatusTrue),
+			HaveField("Status.Conditions", ContainElement(HaveField("Message", And(
+				ContainSubstring("forbidden"), ContainSubstring(`system:serviceaccount:ns-a:sa-a`), ContainSubstring(`in the namespace "ns-b"`))))),
+			HaveField("Status.Sync.Status", v1.SyncStatusCodeUnknown)))
+		Consistently(func(g Gomega) {
+			g.Expect(configMap(ctx, remote.Client, "ns-b", "intrusion-from-a")()).To(absent)
+			g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(intrude2), intrude2)).To(Succeed())
+			g.Expect(intrude2.Status.Sync.Status).NotTo(Equal(v1.SyncStatusCodeSynced))
+		}, "20s").Should(Succeed())
+
+		By("tenant B deploys to its own namespace")
+		urlB, shaB := repository(tenantB, map[string]string{"own/configmap.yaml": ConfigMap("from-b", "tenant", "b")}, nil)
+		ownB := gitopsDeployment(tenantB, "own", urlB, "own", v1.GitOpsDeploymentSpecTypeAutomated)
+		ownB.Spec.Destination = v1.ApplicationDestination{Environment: "cluster", Namespace: "ns-b"}
+		Expect(f.Client.Create(ctx, ownB)).To(Succeed())
+		Eventually(Object(ctx, f.Client, ownB)).Should(And(BeSyncedAndHealthy(), HaveRevision(shaB)))
+		Expect(configMap(ctx, remote.Client, "ns-b", "from-b")()).To(HaveKeyWithValue("tenant", "b"))
+		Expect(configMap(ctx, remote.Client, "ns-b", "intrusion-from-a")()).To(absent)
+		Expect(configMap(ctx, remote.Client, "ns-a", "from-b")()).To(absent)
+	})
+})
+
+// isolationEnvironment creates a managed environment of namespace (the tenant) named name,
+// with kubeconfig in a Secret, limited to namespaces (cluster-wide when none), and deletes
+// it at the end of the spec, before the remote cluster stops.
+func isolationEnvironment(ctx SpecContext, namespace, name, apiURL string, kubeconfig []byte, namespaces ...string) *v1.GitOpsDeploymentManagedEnvironment {
+	GinkgoHelper()
+	Expect(f.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: namespace},
+		Type:       v1.ManagedEnvironmentSecretType,
+		Data:       map[string][]byte{"kubeconfig": kubeconfig},
+	})).To(Succeed())
+	env := &v1.GitOpsDeploymentManagedEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1.GitOpsDeploymentManagedEnvironmentSpec{
+			APIURL: apiURL, ClusterCredentialsSecret: name + "-kubeconfig", Namespaces: namespaces,
+		},
+	}
+	Expect(f.Client.Create(ctx, env)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, env))).To(Succeed()) })
+	return env
+}
