@@ -148,34 +148,40 @@ func contextFor(cfg *clientcmdapi.Config, apiURL string) string {
 }
 
 // Verify proves the credentials work before they are stored: it lists namespaces, or,
-// for a namespace-scoped environment, reads the first of spec.namespaces.
+// for a namespace-scoped environment, reads each of spec.namespaces (Argo CD watches them
+// all, and one it cannot read breaks the whole environment).
 func Verify(ctx context.Context, conn *Connection, namespaces []string) error {
 	cs, err := kubernetes.NewForConfig(conn.Config)
 	if err != nil {
 		return credErr(v1.ManagedEnvironmentReasonUnableToCreateClient, "no client can be built from context %q of the kubeconfig", conn.ContextName)
 	}
-	if len(namespaces) > 0 {
-		_, err = cs.CoreV1().Namespaces().Get(ctx, namespaces[0], metav1.GetOptions{})
-	} else {
-		_, err = cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1})
-	}
-	if err == nil {
+	if len(namespaces) == 0 {
+		if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return credErr(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "%s", hint(err, ""))
+		}
 		return nil
 	}
-	return credErr(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "%s", hint(err, namespaces))
+	for _, ns := range namespaces {
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+			return credErr(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "%s", hint(err, ns))
+		}
+	}
+	return nil
 }
 
 // hint explains a verification failure in terms a user can act on.
-func hint(err error, namespaces []string) string {
+// namespace is the namespace of spec.namespaces that was read, "" for a cluster-wide
+// environment.
+func hint(err error, namespace string) string {
 	switch {
 	case apierrors.IsUnauthorized(err):
 		return "the cluster rejected the credentials (401 Unauthorized): the token may be expired or wrong"
-	case apierrors.IsForbidden(err) && len(namespaces) > 0:
-		return fmt.Sprintf("the credentials may not get namespace %q (403 Forbidden): grant them access to it", namespaces[0])
+	case apierrors.IsForbidden(err) && namespace != "":
+		return fmt.Sprintf("the credentials may not get namespace %q (403 Forbidden): grant them access to it", namespace)
 	case apierrors.IsForbidden(err):
 		return "the credentials may not list namespaces (403 Forbidden): grant them cluster-wide access, or set spec.namespaces to the namespaces they may use"
-	case apierrors.IsNotFound(err) && len(namespaces) > 0:
-		return fmt.Sprintf("namespace %q of spec.namespaces does not exist on the cluster", namespaces[0])
+	case apierrors.IsNotFound(err) && namespace != "":
+		return fmt.Sprintf("namespace %q of spec.namespaces does not exist on the cluster", namespace)
 	case strings.Contains(err.Error(), "certificate signed by unknown authority"):
 		return "the cluster's TLS certificate is signed by an unknown authority: add its CA to the kubeconfig, or set spec.allowInsecureSkipTLSVerify"
 	case strings.Contains(err.Error(), "certificate"):
