@@ -204,6 +204,11 @@ func TestStatusFollowsApplicationState(t *testing.T) {
 	h.g.Expect(syncErr.Status).To(Equal(v1.GitOpsConditionStatusTrue))
 	h.g.Expect(syncErr.Reason).To(Equal(v1.GitOpsDeploymentReasonSyncError))
 	h.g.Expect(syncErr.Message).To(Equal("one or more objects failed to apply"))
+	h.g.Eventually(func() []string { return h.events(depl) }, eventually, poll).Should(ContainElements(
+		"Warning SyncStatusChanged Sync status (none) → OutOfSync at revision 0123abcd",
+		"Warning HealthStatusChanged Health (none) → Degraded: deployment has no ready replicas",
+		"Warning SyncError one or more objects failed to apply",
+	))
 
 	// The error clears in Argo CD: the condition stays, resolved.
 	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "0123abcd"})
@@ -214,6 +219,29 @@ func TestStatusFollowsApplicationState(t *testing.T) {
 		HaveField("Reason", v1.GitOpsDeploymentReasonSyncErrorResolved),
 	))
 	h.g.Expect(h.get(depl).Status.Health.Status).To(Equal(v1.HealthStatusCodeHealthy))
+	h.g.Eventually(func() []string { return h.events(depl) }, eventually, poll).Should(ContainElements(
+		"Normal SyncStatusChanged Sync status OutOfSync → Synced at revision 0123abcd",
+		"Normal HealthStatusChanged Health Degraded → Healthy",
+		"Normal SyncErrorResolved SyncError resolved",
+	))
+	// A repeated state records nothing new.
+	recorded := len(h.events(depl))
+	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "0123abcd"})
+	h.g.Consistently(func() []string { return h.events(depl) }, "2s", poll).Should(HaveLen(recorded))
+}
+
+// events lists the Events of an object as "<type> <reason> <message>".
+func (h *harness) events(obj client.Object) []string {
+	h.t.Helper()
+	list := &corev1.EventList{}
+	h.g.Expect(cp.Client.List(h.ctx, list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.UID == obj.GetUID() {
+			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
+		}
+	}
+	return out
 }
 
 func findCondition(list []v1.GitOpsDeploymentCondition, typ v1.GitOpsDeploymentConditionType) *v1.GitOpsDeploymentCondition {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,6 +106,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := depl.Status.DeepCopy()
 	now := metav1.Now()
 	tenant, applyErr := r.apply(ctx, depl)
+	if tenant != nil {
+		// The tenant id ties these lines to the rows and to the cluster-agent's lines.
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tenant", tenant.ID))
+	}
 	if msg, ok := conditions.UserMessage(applyErr); ok {
 		r.setErrorCondition(depl, msg, now)
 		applyErr = nil // shown to the user; retried when the user changes something
@@ -134,6 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.patchStatus(ctx, depl, before); err != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)
 	}
+	recordTransitions(r.Recorder, depl, before)
 	if !stateWrittenAt.IsZero() {
 		metrics.ObserveStatusPropagation(stateWrittenAt)
 	}
@@ -141,12 +145,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) setErrorCondition(depl *v1.GitOpsDeployment, msg string, now metav1.Time) {
-	var changed bool
-	depl.Status.Conditions, changed = conditions.Set(depl.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
+	depl.Status.Conditions, _ = conditions.Set(depl.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
 		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, now)
-	if changed && r.Recorder != nil {
-		r.Recorder.Event(depl, corev1.EventTypeWarning, string(v1.GitOpsDeploymentReasonErrorOccurred), msg)
-	}
 }
 
 // patchStatus writes the status once, and only when it changed.

@@ -277,10 +277,16 @@ func (r *Reconciler) reconcileResource(ctx context.Context, resourceType db.Oper
 		}
 	}
 
+	tenantID := tenantOf(pending)
+	if tenantID != "" {
+		// The tenant id ties these lines to the backend's and to the rows.
+		log = log.WithValues("tenant", tenantID)
+		ctx = ctrl.LoggerInto(ctx, log)
+	}
 	var outcome Outcome
 	if h, ok := r.Handlers[resourceType]; ok {
 		start := time.Now()
-		outcome, err = h.Handle(ctx, Target{ResourceID: resourceID, TenantID: tenantOf(pending)})
+		outcome, err = h.Handle(ctx, Target{ResourceID: resourceID, TenantID: tenantID})
 		agentmetrics.ObserveOperation(string(resourceType), handlerOutcome(outcome, err), time.Since(start))
 	} else {
 		outcome = Failed(fmt.Sprintf("unsupported resource type %q", resourceType))
