@@ -156,6 +156,10 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		if name == "backend" && gitCA != "" {
 			args = append(args, "--repository-ca-file="+gitCA)
 		}
+		if name == "appstudio-controller" {
+			// Provisioned DeploymentTargets point at this API server, as Argo CD reaches it.
+			args = append(args, "--namespace-provisioner-api-url="+s.ControlPlane.Config.Host)
+		}
 		args = append(args, opts.Args[name]...)
 		p, err := testenv.StartProcessWithEnv(filepath.Join(bins, name), args, filepath.Join(s.LogDir, name+".log"),
 			[]string{"KUBECONFIG=" + s.Kubeconfig})
