@@ -40,7 +40,15 @@ type harness struct {
 	db     *bun.DB
 	store  *db.Store
 	tenant string // tenant namespace
+	other  string // a second tenant namespace (see asOther)
 	engine string // engine (Argo CD) namespace
+}
+
+// asOther is the harness acting in the second tenant namespace.
+func (h *harness) asOther() *harness {
+	o := *h
+	o.tenant = h.other
+	return &o
 }
 
 // startBackend runs the backend's controllers in-process until the test ends; mutate
@@ -53,6 +61,7 @@ func startBackend(t *testing.T, mutate ...func(*app.Options)) *harness {
 	keyring := testKeyring(t)
 	h.store = db.NewStore(keyring.ring)
 	h.tenant = cp.NewNamespace(t, "tenant-")
+	h.other = cp.NewNamespace(t, "other-")
 	h.engine = cp.NewNamespace(t, "argocd-")
 	opts := &app.Options{
 		Database:                cfg,
@@ -65,7 +74,7 @@ func startBackend(t *testing.T, mutate ...func(*app.Options)) *harness {
 	for _, m := range mutate {
 		m(opts)
 	}
-	cp.RunManager(t, []string{h.tenant, h.engine}, opts.Setup)
+	cp.RunManager(t, []string{h.tenant, h.other, h.engine}, opts.Setup)
 	return h
 }
 

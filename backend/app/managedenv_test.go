@@ -150,7 +150,9 @@ func TestManagedEnvironmentProblemsAreReported(t *testing.T) {
 		{name: "no-rbac", secretType: v1.ManagedEnvironmentSecretType, data: map[string][]byte{"kubeconfig": kubeconfig(cp.Config.Host, h.serviceAccountToken("nobody", false))},
 			reason: v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, message: "may not list namespaces (403 Forbidden)"},
 		{name: "second-namespace-missing", secretType: v1.ManagedEnvironmentSecretType, data: map[string][]byte{"kubeconfig": good},
-			mutate: func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.Namespaces = []string{h.tenant, "no-such-namespace"} },
+			mutate: func(e *v1.GitOpsDeploymentManagedEnvironment) {
+				e.Spec.Namespaces = []string{h.tenant, "no-such-namespace"}
+			},
 			reason: v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, message: `namespace "no-such-namespace" of spec.namespaces does not exist`},
 		{name: "bad-namespaces", secretType: v1.ManagedEnvironmentSecretType, data: map[string][]byte{"kubeconfig": good},
 			mutate: func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.Namespaces = []string{"Not_A_Namespace"} },
