@@ -52,6 +52,9 @@ type ControlPlane struct {
 
 	controllerManager *Process
 	workDir           string
+	// apiServer is the kube-apiserver once StartAPIServer restarted it (envtest's before).
+	apiServer     *Process
+	apiServerArgv []string
 }
 
 // StartControlPlane starts a control plane; call Stop when done (typically from TestMain).
@@ -120,6 +123,9 @@ func (cp *ControlPlane) Stop() error {
 	var errs []error
 	if cp.controllerManager != nil {
 		errs = append(errs, cp.controllerManager.Stop(10*time.Second))
+	}
+	if cp.apiServer != nil {
+		errs = append(errs, cp.apiServer.Stop(30*time.Second))
 	}
 	errs = append(errs, cp.Env.Stop())
 	errs = append(errs, os.RemoveAll(cp.workDir))

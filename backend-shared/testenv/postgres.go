@@ -36,6 +36,10 @@ type Postgres struct {
 	dataDir string
 	temp    bool
 	proc    *Process
+	// bin, args and cred start the server again (Restart).
+	bin  string
+	args []string
+	cred *syscall.Credential
 }
 
 // StartPostgres initialises (if needed) and starts a PostgreSQL server. When the process
@@ -89,14 +93,33 @@ func StartPostgres(opts PostgresOptions) (*Postgres, error) {
 		"-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off",
 	}
-	logPath := p.dataDir + ".log"
-	if p.proc, err = startProcessAs(filepath.Join(bin, "postgres"), args, logPath, nil, cred); err != nil {
-		return nil, p.cleanupAfter(err)
-	}
-	if err := p.waitReady(30 * time.Second); err != nil {
+	p.bin, p.args, p.cred = filepath.Join(bin, "postgres"), args, cred
+	if err := p.start(); err != nil {
 		return nil, errors.Join(err, p.Stop())
 	}
 	return p, nil
+}
+
+func (p *Postgres) start() error {
+	var err error
+	if p.proc, err = startProcessAs(p.bin, p.args, p.LogPath(), nil, p.cred); err != nil {
+		return err
+	}
+	return p.waitReady(30 * time.Second)
+}
+
+// Crash stops the server with an immediate shutdown (SIGQUIT: no checkpoint, crash
+// recovery at the next start), as a crash of the database would.
+func (p *Postgres) Crash() {
+	p.proc.Signal(syscall.SIGQUIT, 20*time.Second)
+}
+
+// Restart starts a server stopped by Crash again, on the same port and data.
+func (p *Postgres) Restart() error {
+	if p.proc.Running() {
+		return errors.New("postgres is still running")
+	}
+	return p.start()
 }
 
 // URL is a connection URL for database name on this server (TLS off: loopback only).

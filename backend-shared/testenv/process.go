@@ -29,7 +29,8 @@ func StartProcessWithEnv(path string, args []string, logPath string, env []strin
 // startProcessAs starts path with args and extra env, logging to logPath, as the given user
 // when cred is set.
 func startProcessAs(path string, args []string, logPath string, env []string, cred *syscall.Credential) (*Process, error) {
-	logFile, err := os.Create(logPath)
+	// Appending keeps the log of an earlier run of a restarted process.
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +76,28 @@ func (p *Process) Stop(grace time.Duration) error {
 		<-p.done
 	}
 	return nil
+}
+
+// Kill kills the process with SIGKILL, as a crash would, and waits until it is gone.
+func (p *Process) Kill() {
+	if !p.Running() {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Signal sends sig and waits up to grace for the process to exit, then kills it.
+func (p *Process) Signal(sig syscall.Signal, grace time.Duration) {
+	if !p.Running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		p.Kill()
+	}
 }
 
 // Tail returns the end of the process's log, for error messages.

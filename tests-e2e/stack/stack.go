@@ -62,6 +62,44 @@ type Stack struct {
 	ArgoCD *ArgoCD
 	// Git is the running Git server, when Options.GitServerAddr was set.
 	Git *gitserver.Server
+
+	launches map[string]launch
+}
+
+// launch is how a binary is started, so that it can be started again after a crash.
+type launch struct {
+	path   string
+	args   []string
+	probes string
+}
+
+// StartBinary starts a binary of the stack (again, after CrashBinary) and waits until it
+// is ready.
+func (s *Stack) StartBinary(ctx context.Context, name string) error {
+	l, ok := s.launches[name]
+	if !ok {
+		return fmt.Errorf("%s is not a binary of this stack", name)
+	}
+	if p := s.Processes[name]; p != nil && p.Running() {
+		return fmt.Errorf("%s is running", name)
+	}
+	p, err := testenv.StartProcessWithEnv(l.path, l.args, filepath.Join(s.LogDir, name+".log"),
+		[]string{"KUBECONFIG=" + s.Kubeconfig})
+	if err != nil {
+		return err
+	}
+	s.Processes[name] = p
+	if err := waitReady(ctx, p, l.probes); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// CrashBinary kills a binary with SIGKILL, as a crash would.
+func (s *Stack) CrashBinary(name string) {
+	if p := s.Processes[name]; p != nil {
+		p.Kill()
+	}
 }
 
 // Start builds and starts everything; Stop undoes it, also after a partial start.
@@ -78,7 +116,8 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Stack{Processes: map[string]*testenv.Process{}, LogDir: filepath.Join(dir, "logs"), MetricsAddr: map[string]string{}}
+	s = &Stack{Processes: map[string]*testenv.Process{}, LogDir: filepath.Join(dir, "logs"), MetricsAddr: map[string]string{},
+		launches: map[string]launch{}}
 	if err := os.MkdirAll(s.LogDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -160,15 +199,9 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 			// Provisioned DeploymentTargets point at this API server, as Argo CD reaches it.
 			args = append(args, "--namespace-provisioner-api-url="+s.ControlPlane.Config.Host)
 		}
-		args = append(args, opts.Args[name]...)
-		p, err := testenv.StartProcessWithEnv(filepath.Join(bins, name), args, filepath.Join(s.LogDir, name+".log"),
-			[]string{"KUBECONFIG=" + s.Kubeconfig})
-		if err != nil {
+		s.launches[name] = launch{path: filepath.Join(bins, name), args: append(args, opts.Args[name]...), probes: probes}
+		if err := s.StartBinary(ctx, name); err != nil {
 			return s, err
-		}
-		s.Processes[name] = p
-		if err := waitReady(ctx, p, probes); err != nil {
-			return s, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return s, nil
