@@ -17,6 +17,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	"github.com/gitops-service/gitops-service/backend/app"
+	"github.com/gitops-service/gitops-service/backend/internal/managedenv"
 )
 
 var cp *testenv.ControlPlane
@@ -27,6 +28,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Unreachable clusters are retried within the tests' patience.
+	managedenv.TransientRetry = 2 * time.Second
 	code := dbtest.Main(m)
 	_ = cp.Stop()
 	os.Exit(code)

@@ -97,10 +97,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	err := r.connect(ctx, env)
 	var credErr *CredentialError
+	var result ctrl.Result
 	switch {
 	case errors.As(err, &credErr):
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, string(credErr.Reason), credErr.Message
 		err = nil // the user's to fix; a change of the environment or its Secret retries
+		if credErr.Transient {
+			cond.Message += "; retrying"
+			result.RequeueAfter = TransientRetry
+		}
 	case err != nil:
 		ctrl.LoggerFrom(ctx).Error(err, "connecting managed environment")
 		cond.Status, cond.Reason = metav1.ConditionFalse, string(v1.ManagedEnvironmentReasonUnknownError)
@@ -121,8 +126,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			err = errors.Join(err, fmt.Errorf("patching status: %w", perr))
 		}
 	}
-	return ctrl.Result{}, err
+	return result, err
 }
+
+// TransientRetry is how soon an environment whose cluster could not be reached is tried again.
+var TransientRetry = 30 * time.Second
 
 // connect verifies the credentials and stores them; unchanged credentials write nothing.
 func (r *Reconciler) connect(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) error {

@@ -24,6 +24,9 @@ import (
 type CredentialError struct {
 	Reason  v1.ManagedEnvironmentConditionReason
 	Message string
+	// Transient says the cluster could not be reached or answered with a server error: the
+	// same credentials may work later, so the controller retries without waiting for a change.
+	Transient bool
 }
 
 func (e *CredentialError) Error() string { return e.Message }
@@ -157,19 +160,27 @@ func Verify(ctx context.Context, conn *Connection, namespaces []string) error {
 	}
 	if len(namespaces) == 0 {
 		if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-			return credErr(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "%s", hint(err, ""))
+			return verifyErr(err, "")
 		}
 		return nil
 	}
 	for _, ns := range namespaces {
 		if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
-			return credErr(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "%s", hint(err, ns))
+			return verifyErr(err, ns)
 		}
 	}
 	return nil
 }
 
-// hint explains a verification failure in terms a user can act on.
+func verifyErr(err error, namespace string) error {
+	return &CredentialError{
+		Reason:  v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials,
+		Message: hint(err, namespace),
+		Transient: !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) &&
+			!strings.Contains(err.Error(), "certificate"),
+	}
+}
+
 // namespace is the namespace of spec.namespaces that was read, "" for a cluster-wide
 // environment.
 func hint(err error, namespace string) string {
