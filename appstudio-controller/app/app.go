@@ -17,6 +17,7 @@ import (
 	toolchain "github.com/gitops-service/gitops-service/api/toolchain/v1alpha1"
 
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/binding"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/bindinggc"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/dtbinder"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/environment"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/promotion"
@@ -40,6 +41,12 @@ type Options struct {
 	// SpaceRequests. It is skipped, with a log line, when the API server does not serve
 	// SpaceRequests (toolchain.dev.openshift.com/v1alpha1) at start-up.
 	SandboxProvisioner bool
+	// BindingApplicationGrace is how long a SnapshotEnvironmentBinding's Application
+	// (spec.application) may be missing before the binding is deleted (package bindinggc).
+	// Zero (the zero value of Options; the flag defaults to 3m) disables that controller. It
+	// is also skipped, with a log line, when the API server does not serve
+	// applications.appstudio.redhat.com at start-up.
+	BindingApplicationGrace time.Duration
 	// EnableWebhooks serves the validating admission webhooks (package webhook) on the
 	// manager's webhook server.
 	EnableWebhooks bool
@@ -55,6 +62,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Run the "+sandbox.Name+" DeploymentTarget provisioner, which creates Developer Sandbox SpaceRequests; "+
 			"it is skipped when the API server does not serve toolchain.dev.openshift.com/v1alpha1 SpaceRequests.")
 	fs.DurationVar(&o.PromotionTimeout, "promotion-timeout", 10*time.Minute, "How long a PromotionRun waits for all components to be Synced and Healthy before it fails.")
+	fs.DurationVar(&o.BindingApplicationGrace, "binding-application-grace", bindinggc.DefaultGrace,
+		"Delete a SnapshotEnvironmentBinding whose Application (spec.application) has not existed for this long; 0 disables it. "+
+			"It is skipped when the API server does not serve appstudio.redhat.com/v1alpha1 Applications.")
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (port 9443, serving certificate tls.crt/tls.key in /tmp/k8s-webhook-server/serving-certs).")
 }
 
@@ -112,6 +122,9 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 	if err := o.setupSandbox(ctx, mgr, log, workers); err != nil {
 		return err
 	}
+	if err := o.setupBindingGC(ctx, mgr, log, workers); err != nil {
+		return err
+	}
 	return (&promotion.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("promotionrun-controller"),
 		Timeout: timeout, MaxConcurrentReconciles: workers,
@@ -124,11 +137,10 @@ func (o *Options) setupSandbox(ctx context.Context, mgr ctrl.Manager, log logr.L
 		log.Info("devsandbox provisioner disabled", "flag", "devsandbox-provisioner")
 		return nil
 	}
-	gk := schema.GroupKind{Group: toolchain.GroupVersion.Group, Kind: "SpaceRequest"}
-	if _, err := mgr.GetRESTMapper().RESTMapping(gk, toolchain.GroupVersion.Version); err != nil {
-		if meta.IsNoMatchError(err) {
-			log.Info("devsandbox provisioner disabled: the API server does not serve SpaceRequests", "group", gk.Group)
-			return nil
+	gvk := toolchain.GroupVersion.WithKind("SpaceRequest")
+	if ok, err := served(mgr, gvk); err != nil || !ok {
+		if err == nil {
+			log.Info("devsandbox provisioner disabled: the API server does not serve SpaceRequests", "group", gvk.Group)
 		}
 		return err
 	}
@@ -145,4 +157,36 @@ func (o *Options) setupSandbox(ctx context.Context, mgr ctrl.Manager, log logr.L
 	return (&sandbox.TargetReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("devsandbox-provisioner"), MaxConcurrentReconciles: workers,
 	}).SetupWithManager(ctx, mgr)
+}
+
+// setupBindingGC adds the controller that deletes bindings whose Application is gone, when it
+// is enabled and Applications are served. It lists bindings through the spec.application
+// index that the promotion controller registers.
+func (o *Options) setupBindingGC(ctx context.Context, mgr ctrl.Manager, log logr.Logger, workers int) error {
+	if o.BindingApplicationGrace <= 0 {
+		log.Info("binding application garbage collection disabled", "flag", "binding-application-grace")
+		return nil
+	}
+	if ok, err := served(mgr, bindinggc.ApplicationGVK); err != nil || !ok {
+		if err == nil {
+			log.Info("binding application garbage collection disabled: the API server does not serve Applications",
+				"group", bindinggc.ApplicationGVK.Group, "version", bindinggc.ApplicationGVK.Version)
+		}
+		return err
+	}
+	return (&bindinggc.Reconciler{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(bindinggc.Name),
+		Grace: o.BindingApplicationGrace, MaxConcurrentReconciles: workers,
+	}).SetupWithManager(ctx, mgr)
+}
+
+// served reports whether the API server serves gvk, according to the manager's RESTMapper.
+func served(mgr ctrl.Manager, gvk schema.GroupVersionKind) (bool, error) {
+	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }

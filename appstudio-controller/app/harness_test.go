@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// The Developer Sandbox's SpaceRequest CRD is not a service CRD (not installed by
-	// manifests/base): load it, and its type, for the devsandbox provisioner's tests.
+	// manifests/base): load it, and its type, for the devsandbox provisioner's tests; and a
+	// stand-in for the Application Service's Application CRD (testdata/crd) for the
+	// binding-application-gc tests.
 	if err := installToolchain(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		_ = cp.Stop()
@@ -42,16 +44,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// installToolchain installs manifests/crd/toolchain and registers its types in the shared
-// scheme (before any manager runs, so that app.Options.Setup only reads the scheme).
+// installToolchain installs manifests/crd/toolchain and testdata/crd, and registers the
+// toolchain types in the shared scheme (before any manager runs, so that app.Options.Setup
+// only reads the scheme). Applications have no Go type: they are read as metadata or
+// unstructured.
 func installToolchain() error {
 	if err := toolchain.AddToScheme(cp.Scheme); err != nil {
 		return err
 	}
 	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join("..", "..", "manifests", "crd", "toolchain")}, ErrorIfPathMissing: true})
+		Paths: []string{filepath.Join("..", "..", "manifests", "crd", "toolchain"), filepath.Join("testdata", "crd")}, ErrorIfPathMissing: true})
 	if err != nil {
-		return fmt.Errorf("installing the toolchain CRDs: %w", err)
+		return fmt.Errorf("installing the toolchain and testdata CRDs: %w", err)
 	}
 	return nil
 }
