@@ -47,13 +47,19 @@ type Connection struct {
 // configuration of the kubeconfig's context whose cluster's server is spec.apiURL.
 func Resolve(env *v1.GitOpsDeploymentManagedEnvironment, secret *corev1.Secret) (*Connection, error) {
 	apiURL := env.Spec.APIURL
+	u, err := url.Parse(apiURL)
+	if err != nil || u.Host == "" {
+		return nil, credErr(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "spec.apiURL is not a URL with a host")
+	}
+	if u.User != nil {
+		// Never quoted: the user information may hold a password.
+		return nil, credErr(v1.ManagedEnvironmentReasonUnsupportedAPIURL,
+			"spec.apiURL must not contain user information (user@ or user:password@); put the credentials in the kubeconfig of the Secret")
+	}
 	// A fragment would swallow the managedEnvironment query of the Argo CD cluster's server.
 	if strings.ContainsAny(apiURL, "?&#") {
 		return nil, credErr(v1.ManagedEnvironmentReasonUnsupportedAPIURL,
 			"spec.apiURL %q must not contain a query or fragment ('?', '&' or '#'): the GitOps Service adds its own query", apiURL)
-	}
-	if u, err := url.Parse(apiURL); err != nil || u.Host == "" {
-		return nil, credErr(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "spec.apiURL %q is not a URL with a host", apiURL)
 	}
 	for _, ns := range env.Spec.Namespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {

@@ -25,6 +25,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+	"github.com/gitops-service/gitops-service/backend/internal/validation"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
 
@@ -126,6 +127,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // start creates the sync operation of run, once. It returns the GitOpsDeployment when the
 // sync has been requested.
 func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (*v1.GitOpsDeployment, error) {
+	if err := validation.PlainText("spec.revisionID", run.Spec.RevisionID); err != nil {
+		return nil, err
+	}
 	depl := &v1.GitOpsDeployment{}
 	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.GitopsDeploymentName}
 	if err := r.Client.Get(ctx, key, depl); err != nil {

@@ -5,6 +5,7 @@
 package validation
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 
@@ -15,17 +16,35 @@ import (
 
 // GitOpsDeployment checks every rule on depl; the error is a conditions.UserError.
 func GitOpsDeployment(depl *v1.GitOpsDeployment) error {
-	path := strings.TrimSpace(depl.Spec.Source.Path)
-	if path == "" || path == "/" || path == "." {
+	p := strings.TrimSpace(depl.Spec.Source.Path)
+	if p == "" || p == "/" || p == "." {
 		return conditions.Userf("spec.source.path must name a directory inside the repository; %q would deploy the whole repository root, which is not supported", depl.Spec.Source.Path)
 	}
-	return GitOpsDeploymentAdmission(depl)
+	if err := GitOpsDeploymentAdmission(depl); err != nil {
+		return err
+	}
+	if strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
+		return conditions.Userf("spec.source.path %q must be a relative path inside the repository, without '..'", depl.Spec.Source.Path)
+	}
+	return nil
 }
 
 // GitOpsDeploymentAdmission checks the rules the webhook enforces. An unusable path is not
 // among them: it is accepted and reported in the ErrorOccurred condition, as the API
 // documents.
 func GitOpsDeploymentAdmission(depl *v1.GitOpsDeployment) error {
+	for field, value := range map[string]string{
+		"spec.source.repoURL":        depl.Spec.Source.RepoURL,
+		"spec.source.path":           depl.Spec.Source.Path,
+		"spec.source.targetRevision": depl.Spec.Source.TargetRevision,
+	} {
+		if err := PlainText(field, value); err != nil {
+			return err
+		}
+	}
+	if err := RepositoryURL(depl.Spec.Source.RepoURL); err != nil {
+		return err
+	}
 	if depl.Spec.Destination.Environment == "" && depl.Spec.Destination.Namespace != "" &&
 		depl.Spec.Destination.Namespace != depl.Namespace {
 		return conditions.Userf("spec.destination.namespace %q: without spec.destination.environment a GitOpsDeployment can only deploy to its own namespace %q",
@@ -54,4 +73,45 @@ func SyncOptions(depl *v1.GitOpsDeployment) []string {
 		opts = append(opts, string(o))
 	}
 	return opts
+}
+
+// PlainText rejects control characters (NUL included) and Unicode bidirectional controls
+// in a field that names something: they cannot be stored, or make a value read differently
+// from what it is.
+func PlainText(field, value string) error {
+	for _, r := range value {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) ||
+			r == 0x200e || r == 0x200f || r == 0x061c {
+			return conditions.Userf("%s contains the control character %U; remove it", field, r)
+		}
+	}
+	return nil
+}
+
+// RepositoryURL accepts the Git URLs Argo CD can clone: https://, http://, ssh:// and
+// scp-like user@host:path. A password in the URL is refused (it would be stored and shown
+// in clear); credentials belong in a GitOpsDeploymentRepositoryCredential.
+func RepositoryURL(repoURL string) error {
+	if !strings.Contains(repoURL, "://") {
+		if at, colon := strings.Index(repoURL, "@"), strings.Index(repoURL, ":"); at > 0 && colon > at+1 && colon < len(repoURL)-1 {
+			return nil // scp-like SSH: git@github.com:org/repo.git
+		}
+		return conditions.Userf("spec.source.repoURL must be an https://, http:// or ssh:// URL, or an SSH address like git@host:org/repo.git")
+	}
+	u, err := url.Parse(repoURL)
+	if err != nil {
+		return conditions.Userf("spec.source.repoURL is not a URL with a host")
+	}
+	switch u.Scheme {
+	case "https", "http", "ssh":
+	default:
+		return conditions.Userf("spec.source.repoURL must be an https://, http:// or ssh:// URL, not %s://", u.Scheme)
+	}
+	if u.Host == "" {
+		return conditions.Userf("spec.source.repoURL is not a URL with a host")
+	}
+	if _, hasPassword := u.User.Password(); hasPassword {
+		return conditions.Userf("spec.source.repoURL must not contain a password; put the credentials in a GitOpsDeploymentRepositoryCredential")
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package validation
 
 import (
+	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,7 +72,8 @@ func applicationInput(depl *v1.GitOpsDeployment, tenantID, managedEnvironmentID 
 // Application spec of every GitOpsDeployment they accept. Validation: errors are user
 // errors; whatever admission rejects is rejected; a path naming the repository root, a
 // destination namespace other than its own without an environment, and an unsupported sync
-// option are rejected; the object is not modified. Translation of an accepted object: the
+// option, control characters in the source, a repoURL that is not https/http/ssh or holds a
+// password, and an absolute path or one with '..' are rejected; the object is not modified. Translation of an accepted object: the
 // source and project are carried over, the automated policy (prune, selfHeal, allowEmpty)
 // is there iff the type is automated, PrunePropagationPolicy=background is there once,
 // CreateNamespace at most once and as asked, and equal inputs give deep-equal specs.
@@ -126,6 +129,19 @@ func FuzzGitOpsDeployment(f *testing.F) {
 		}
 		if err != nil {
 			return
+		}
+		for _, v := range []string{repoURL, path, revision} {
+			if PlainText("f", v) != nil {
+				t.Fatalf("control character in %q was accepted", v)
+			}
+		}
+		if u, perr := url.Parse(repoURL); perr == nil && strings.Contains(repoURL, "://") {
+			if _, hasPassword := u.User.Password(); hasPassword || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "ssh") {
+				t.Fatalf("repoURL %q was accepted", repoURL)
+			}
+		}
+		if strings.HasPrefix(trimmed, "/") || slices.Contains(strings.Split(trimmed, "/"), "..") {
+			t.Fatalf("path %q outside the repository was accepted", path)
 		}
 
 		in := applicationInput(depl, "8e0c3a36-4d8b-4a55-b1a0-7ad1f4a0c111", "b7d0c1e2-0f4a-4c5d-8e6f-7a8b9c0d1e2f")
