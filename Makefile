@@ -30,19 +30,27 @@ help: ## Show this help.
 run: deps binaries ## Run the service locally: API server, PostgreSQL, Argo CD, a Git server and the three binaries.
 	go run ./tests-e2e/cmd/local-stack
 
-# The end-to-end suite (real Argo CD) runs after the other tests, not beside them: two cores.
-E2E_PACKAGES := ./tests-e2e/e2e/...
+# The end-to-end suite (real Argo CD) and the chaos test (its short form: 200 changes) run
+# after the other tests, not beside them: two cores.
+E2E_PACKAGES := ./tests-e2e/e2e/... ./tests-e2e/chaos/...
 
 .PHONY: test
 test: test-integration test-e2e ## Run every test: unit, integration, then end to end.
 
 .PHONY: test-integration
 test-integration: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
-	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v '/tests-e2e/e2e')
+	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v -e '/tests-e2e/e2e' -e '/tests-e2e/chaos')
 
 .PHONY: test-e2e
-test-e2e: deps binaries ## Run the end-to-end suite against a real Argo CD and Git server.
-	go test $(TEST_FLAGS) $(E2E_PACKAGES)
+test-e2e: deps binaries ## Run the end-to-end suite against a real Argo CD and Git server, and the short chaos test.
+	go test -p 1 $(TEST_FLAGS) $(E2E_PACKAGES)
+
+# Chaos flags; e.g. `make test-chaos CHAOS_FLAGS='-chaos.seed=42'`.
+CHAOS_FLAGS ?= -chaos.objects=1000 -chaos.churn=6m
+
+.PHONY: test-chaos
+test-chaos: deps binaries ## Churn 1,000 changes while the binaries, PostgreSQL and the API server crash; check convergence.
+	go test -v -count=1 -timeout=40m ./tests-e2e/chaos/... -args $(CHAOS_FLAGS)
 
 # Benchmark flags; e.g. `make bench-pipeline BENCH_FLAGS='-n 5000'`.
 BENCH_FLAGS ?=
