@@ -73,15 +73,38 @@ ORDER BY 1, 2`,
 // ExistingApplicationIDs returns which of ids (valid UUIDs) are application rows placed on
 // the engine instance.
 func (s *Store) ExistingApplicationIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error) {
+	return existingIDs(ctx, idb.NewSelect().Table("applications").Column("id").
+		Where("engine_instance_id = ?", engineInstanceID), "id", ids)
+}
+
+// ExistingManagedEnvironmentIDs returns which of ids (valid UUIDs) are managed
+// environments. (Their cluster Secrets follow the tenant's placement, which a sweep does not
+// second-guess: engineInstanceID is not used.)
+func (s *Store) ExistingManagedEnvironmentIDs(ctx context.Context, idb bun.IDB, _ string, ids []string) (map[string]bool, error) {
+	return existingIDs(ctx, idb.NewSelect().Table("managed_environments").Column("id"), "id", ids)
+}
+
+// ExistingRepositoryCredentialIDs returns which of ids (valid UUIDs) are repository
+// credentials served by the engine instance.
+func (s *Store) ExistingRepositoryCredentialIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error) {
+	return existingIDs(ctx, idb.NewSelect().Table("repository_credentials").Column("id").
+		Where("engine_instance_id = ?", engineInstanceID), "id", ids)
+}
+
+// ExistingTenantIDs returns which of ids (valid UUIDs) are tenants (engineInstanceID is not
+// used, as for managed environments).
+func (s *Store) ExistingTenantIDs(ctx context.Context, idb bun.IDB, _ string, ids []string) (map[string]bool, error) {
+	return existingIDs(ctx, idb.NewSelect().Table("tenants").Column("id"), "id", ids)
+}
+
+// existingIDs runs q restricted to column IN ids and returns the ids it found.
+func existingIDs(ctx context.Context, q *bun.SelectQuery, column string, ids []string) (map[string]bool, error) {
 	found := map[string]bool{}
 	if len(ids) == 0 {
 		return found, nil
 	}
 	var rows []string
-	err := idb.NewSelect().Table("applications").Column("id").
-		Where("engine_instance_id = ? AND id IN (?)", engineInstanceID, bun.List(ids)).
-		Scan(ctx, &rows)
-	if err != nil {
+	if err := q.Where("? IN (?)", bun.Ident(column), bun.List(ids)).Scan(ctx, &rows); err != nil {
 		return nil, translate(err)
 	}
 	for _, id := range rows {

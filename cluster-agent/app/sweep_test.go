@@ -79,3 +79,59 @@ func TestSweepDeletesOrphanedApplicationsAndRecreatesMissingOperationCRs(t *test
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ops).To(HaveLen(1), "no operation for an Application with a row")
 }
+
+// TestSweepDeletesOrphanedSecretsAndAppProjects: the service's cluster Secret, repository
+// Secrets and AppProjects whose managed environment, repository credential or tenant has
+// no row are deleted through operations; those with rows stay.
+func TestSweepDeletesOrphanedSecretsAndAppProjects(t *testing.T) {
+	t.Parallel()
+	e := startAgent(t, true, func(o *agent.Options) { o.SweepInterval = time.Second })
+	g := e.g()
+	tenant := e.tenant()
+
+	// Live: an environment with its cluster Secret, the tenant's AppProject.
+	liveEnv := e.managedEnvironment(tenant)
+	e.completed(e.signal(db.OperationResourceManagedEnvironment, liveEnv.ID, tenant.ID).ID)
+	_, err := e.store.AddAppProjectDestination(e.ctx, e.db, tenant.ID, liveEnv.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	e.completed(e.signal(db.OperationResourceAppProject, tenant.ID, tenant.ID).ID)
+
+	// Orphans: written as the agent writes them, for rows that do not exist.
+	goneTenant, goneEnv, goneCred := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	cluster, err := argocd.ClusterSecret(e.ns, argocd.Cluster{ManagedEnvironmentID: goneEnv, TenantID: goneTenant,
+		APIURL: envAPIURL, BearerToken: "orphan-token"})
+	g.Expect(err).NotTo(HaveOccurred())
+	orphans := []client.Object{cluster}
+	for _, s := range argocd.RepositorySecrets(e.ns, argocd.Repository{RepositoryCredentialID: goneCred, TenantID: goneTenant,
+		URL: "https://github.com/example/private", Username: "u", Password: "p"}) {
+		orphans = append(orphans, s)
+	}
+	local, remote := argocd.AppProjects(e.ns, goneTenant, []string{"https://github.com/example/gitops"},
+		[]argocd.ProjectDestination{{Namespace: "team-x"}, {ManagedEnvironmentID: goneEnv, Namespace: "*"}})
+	orphans = append(orphans, local, remote)
+	for _, o := range orphans {
+		g.Expect(e.c.Create(e.ctx, o)).To(Succeed())
+	}
+
+	for _, o := range orphans {
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object)))
+		}, timeout, interval).Should(BeTrue(), "orphan %s is deleted", o.GetName())
+	}
+	for typ, id := range map[db.OperationResourceType]string{db.OperationResourceManagedEnvironment: goneEnv,
+		db.OperationResourceRepositoryCredential: goneCred, db.OperationResourceAppProject: goneTenant} {
+		ops, err := e.store.ListOperationsForResource(e.ctx, e.db, typ, id)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ops).To(HaveLen(1), "one %s operation for the orphan", typ)
+	}
+
+	g.Consistently(func() error {
+		if _, err := e.secret(argocd.ClusterSecretName(liveEnv.ID)); err != nil {
+			return err
+		}
+		return e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: argocd.RemoteAppProjectName(tenant.ID)}, &argov1alpha1.AppProject{})
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed(), "objects with rows stay")
+	ops, err := e.store.ListOperationsForResource(e.ctx, e.db, db.OperationResourceManagedEnvironment, liveEnv.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ops).To(HaveLen(1), "no sweep operation for an environment with a row")
+}

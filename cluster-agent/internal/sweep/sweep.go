@@ -6,6 +6,10 @@
 //     the normal path: an Application Operation (row and CR), as the backend writes when a
 //     GitOpsDeployment goes, carried out by the Operation controller and its
 //     argoapp handler (Argo CD prunes, a stuck finalizer is removed after the timeout);
+//   - does the same for the service's cluster Secrets, repository Secrets and AppProjects
+//     whose managed environment, repository credential or tenant no longer has a row on
+//     this engine instance (a ManagedEnvironment, RepositoryCredential or AppProject
+//     operation, whose handler deletes them);
 //   - re-creates the missing Operation CR of this instance's unfinished operations older
 //     than a grace period (the backend crashed between commit and CR, or a CR was deleted
 //     by hand), so that the Operation controller picks them up without a restart.
@@ -23,6 +27,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,14 +57,17 @@ const (
 
 // Metric labels.
 const (
-	KindApplication = "Application"
-	KindOperationCR = "OperationCR"
+	KindApplication      = "Application"
+	KindClusterSecret    = "ClusterSecret"
+	KindRepositorySecret = "RepositorySecret"
+	KindAppProject       = "AppProject"
+	KindOperationCR      = "OperationCR"
 )
 
 var (
 	removedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gitops_cluster_agent_sweep_removed_total",
-		Help: "Orphans the periodic sweep acted on, by kind: Application (labelled Argo CD Application without a row, deletion signalled), OperationCR (missing Operation CR re-created).",
+		Help: "Orphans the periodic sweep acted on, by kind: Application, ClusterSecret, RepositorySecret, AppProject (labelled Argo CD object without a row, deletion signalled), OperationCR (missing Operation CR re-created).",
 	}, []string{"kind"})
 	runsTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gitops_cluster_agent_sweep_runs_total",
@@ -74,6 +82,9 @@ func init() {
 // Store is the part of the database the sweep uses.
 type Store interface {
 	ExistingApplicationIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
+	ExistingManagedEnvironmentIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
+	ExistingRepositoryCredentialIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
+	ExistingTenantIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
 	ListPendingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
 	CreateOperation(ctx context.Context, idb bun.IDB, op *db.Operation) error
@@ -107,6 +118,8 @@ var (
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch
+// +kubebuilder:rbac:groups=argoproj.io,resources=appprojects,verbs=list
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=list
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the leader sweeps.
 func (s *Sweeper) NeedLeaderElection() bool { return true }
@@ -122,7 +135,7 @@ func (s *Sweeper) Start(ctx context.Context) error {
 
 // Result counts what one run did.
 type Result struct {
-	Applications, OperationCRs, Skipped int
+	Applications, ClusterSecrets, RepositorySecrets, AppProjects, OperationCRs, Skipped int
 }
 
 // Run sweeps once.
@@ -130,12 +143,16 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	runsTotal.Inc()
 	var res Result
 	errApps := s.sweepApplications(ctx, &res)
+	errObjs := s.sweepCredentialsAndProjects(ctx, &res)
 	errOps := s.sweepOperationCRs(ctx, &res)
-	removedTotal.WithLabelValues(KindApplication).Add(float64(res.Applications))
-	removedTotal.WithLabelValues(KindOperationCR).Add(float64(res.OperationCRs))
+	for kind, n := range map[string]int{KindApplication: res.Applications, KindClusterSecret: res.ClusterSecrets,
+		KindRepositorySecret: res.RepositorySecrets, KindAppProject: res.AppProjects, KindOperationCR: res.OperationCRs} {
+		removedTotal.WithLabelValues(kind).Add(float64(n))
+	}
 	ctrl.LoggerFrom(ctx).Info("Swept orphans", "applicationsDeleted", res.Applications,
-		"operationCRsRecreated", res.OperationCRs, "skipped", res.Skipped)
-	return res, errors.Join(errApps, errOps)
+		"clusterSecretsDeleted", res.ClusterSecrets, "repositorySecretsDeleted", res.RepositorySecrets,
+		"appProjectsDeleted", res.AppProjects, "operationCRsRecreated", res.OperationCRs, "skipped", res.Skipped)
+	return res, errors.Join(errApps, errObjs, errOps)
 }
 
 // sweepApplications signals the deletion of the service's Applications without a row.
@@ -170,7 +187,7 @@ func (s *Sweeper) sweepApplications(ctx context.Context, res *Result) error {
 			if found[id] {
 				continue
 			}
-			signalled, err := s.signalDeletion(ctx, id)
+			signalled, err := s.signalDeletion(ctx, db.OperationResourceApplication, id)
 			if err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Signalling the deletion of an orphaned Application failed", "application", byID[id].Name)
 				res.Skipped++
@@ -185,10 +202,83 @@ func (s *Sweeper) sweepApplications(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// signalDeletion writes an Application operation for the row-less application id (unless
-// one is already pending: it deletes the Application) and creates its CR.
-func (s *Sweeper) signalDeletion(ctx context.Context, id string) (bool, error) {
-	ops, err := s.Store.ListOperationsForResource(ctx, s.DB, db.OperationResourceApplication, id)
+// sweepCredentialsAndProjects signals the deletion of the service's cluster Secrets,
+// repository Secrets and AppProjects whose row is gone. Only metadata is read: the
+// Secrets' data never leaves the API server.
+func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result) error {
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := s.APIReader.List(ctx, secrets, client.InNamespace(s.Identity.Namespace),
+		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue}); err != nil {
+		return fmt.Errorf("listing Secrets: %w", err)
+	}
+	projects := &metav1.PartialObjectMetadataList{}
+	projects.SetGroupVersionKind(argov1alpha1.SchemeGroupVersion.WithKind("AppProjectList"))
+	if err := s.APIReader.List(ctx, projects, client.InNamespace(s.Identity.Namespace),
+		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue}); err != nil {
+		return fmt.Errorf("listing AppProjects: %w", err)
+	}
+	clusters, repos, tenants := map[string]string{}, map[string]string{}, map[string]string{}
+	for _, sec := range secrets.Items {
+		switch sec.Labels[argocd.LabelSecretType] {
+		case argocd.SecretTypeCluster:
+			clusters[sec.Labels[argocd.LabelManagedEnvironmentID]] = sec.Name
+		case argocd.SecretTypeRepository:
+			repos[sec.Labels[argocd.LabelRepositoryCredID]] = sec.Name
+		}
+	}
+	for _, p := range projects.Items {
+		tenants[p.Labels[argocd.LabelTenantID]] = p.Name
+	}
+	return errors.Join(
+		s.signalOrphans(ctx, db.OperationResourceManagedEnvironment, clusters, s.Store.ExistingManagedEnvironmentIDs, &res.ClusterSecrets, res),
+		s.signalOrphans(ctx, db.OperationResourceRepositoryCredential, repos, s.Store.ExistingRepositoryCredentialIDs, &res.RepositorySecrets, res),
+		s.signalOrphans(ctx, db.OperationResourceAppProject, tenants, s.Store.ExistingTenantIDs, &res.AppProjects, res))
+}
+
+// signalOrphans signals the deletion of the objects (by row id) whose row exists says is
+// gone, counting them in count.
+func (s *Sweeper) signalOrphans(ctx context.Context, resourceType db.OperationResourceType, objects map[string]string,
+	exists func(context.Context, bun.IDB, string, []string) (map[string]bool, error), count *int, res *Result) error {
+	var ids []string
+	for id := range objects {
+		if _, err := uuid.Parse(id); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	batch := s.BatchSize
+	if batch <= 0 {
+		batch = DefaultBatchSize
+	}
+	for start := 0; start < len(ids); start += batch {
+		chunk := ids[start:min(start+batch, len(ids))]
+		found, err := exists(ctx, s.DB, s.Identity.InstanceID, chunk)
+		if err != nil {
+			return fmt.Errorf("checking which %s objects have rows: %w", resourceType, err)
+		}
+		for _, id := range chunk {
+			if found[id] {
+				continue
+			}
+			signalled, err := s.signalDeletion(ctx, resourceType, id)
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Signalling the deletion of an orphan failed", "object", objects[id])
+				res.Skipped++
+				continue
+			}
+			if signalled {
+				ctrl.LoggerFrom(ctx).Info("Deleting an object without a row", "object", objects[id], "resourceType", resourceType)
+				*count++
+			}
+		}
+	}
+	return nil
+}
+
+// signalDeletion writes an operation for the row-less resource (unless one is already
+// pending: its handler deletes the object) and creates its CR.
+func (s *Sweeper) signalDeletion(ctx context.Context, resourceType db.OperationResourceType, id string) (bool, error) {
+	ops, err := s.Store.ListOperationsForResource(ctx, s.DB, resourceType, id)
 	if err != nil {
 		return false, err
 	}
@@ -197,15 +287,15 @@ func (s *Sweeper) signalDeletion(ctx context.Context, id string) (bool, error) {
 			return false, nil // pending already; the second pass re-creates a missing CR
 		}
 	}
-	// No owner tenant: it may be gone with its rows. The handler reads the tenant from the
-	// Application's label to update its AppProject.
+	// No owner tenant: it may be gone with its rows. The Application handler reads the
+	// tenant from the Application's label to update its AppProject; the others delete.
 	gcSeconds := s.GCExpirationSeconds
 	if gcSeconds <= 0 {
 		gcSeconds = DefaultGCExpirationSeconds
 	}
 	op := &db.Operation{
-		EngineInstanceID: s.Identity.InstanceID, ResourceType: db.OperationResourceApplication, ResourceID: id,
-		HumanReadableState: "waiting for the cluster-agent (orphaned Application found by the sweep)", GCExpirationSeconds: gcSeconds,
+		EngineInstanceID: s.Identity.InstanceID, ResourceType: resourceType, ResourceID: id,
+		HumanReadableState: fmt.Sprintf("waiting for the cluster-agent (orphaned %s found by the sweep)", resourceType), GCExpirationSeconds: gcSeconds,
 	}
 	if err := s.Store.CreateOperation(ctx, s.DB, op); err != nil {
 		return false, err
