@@ -203,3 +203,31 @@ func TestApplicationRecreatedWhileBeingDeleted(t *testing.T) {
 	g.Expect(app.DeletionTimestamp).To(BeNil())
 	g.Expect(app.Spec.Source.Path).To(Equal("apps/two"))
 }
+
+// TestApplicationDriftIsReverted: a hand edit of an Argo CD Application's spec is put back
+// to the row's, once, with no further writes.
+func TestApplicationDriftIsReverted(t *testing.T) {
+	e := startAgent(t, true, nil)
+	g := e.g()
+	tenant := e.tenant()
+	row := e.application(tenant, uuid.NewString(), repoURL, "apps/one", "team-a", true)
+	e.completed(e.signal(db.OperationResourceApplication, row.ID, tenant.ID).ID)
+	e.argoApp(row.Name)
+	before := counter(t, "gitops_cluster_agent_application_drift_reverted_total")
+
+	e.argoUpdate(row.Name, func(a *argov1alpha1.Application) {
+		a.Spec.Source.Path = "hand-edited"
+		a.Spec.SyncPolicy = nil
+	})
+	g.Eventually(func() string { return e.argoApp(row.Name).Spec.Source.Path }, timeout, interval).Should(Equal("apps/one"))
+	app := e.argoApp(row.Name)
+	g.Expect(app.Spec.SyncPolicy).NotTo(BeNil())
+	g.Expect(app.Spec.SyncPolicy.Automated).NotTo(BeNil())
+	g.Expect(counter(t, "gitops_cluster_agent_application_drift_reverted_total")).To(BeNumerically(">", before))
+
+	// Status changes by Argo CD are not drift.
+	reverted := counter(t, "gitops_cluster_agent_application_drift_reverted_total")
+	e.argoUpdate(row.Name, func(a *argov1alpha1.Application) { a.Status.Sync.Status = argov1alpha1.SyncStatusCodeSynced })
+	g.Consistently(func() float64 { return counter(t, "gitops_cluster_agent_application_drift_reverted_total") },
+		2*time.Second, interval).Should(Equal(reverted))
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	agentmetrics "github.com/gitops-service/gitops-service/cluster-agent/internal/metrics"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -51,7 +52,7 @@ type Reconciler struct {
 	SkipNameValidation bool
 }
 
-// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch
+// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch;patch
 
 // SetupWithManager registers the controller for the Applications the service manages,
 // woken only when what it records changed.
@@ -66,7 +67,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if !okOld || !okNew {
 			return true
 		}
-		return !sameState(State(oldApp), State(newApp))
+		// A spec change that is not ours (the generation moves) is reverted below.
+		return !sameState(State(oldApp), State(newApp)) || oldApp.Generation != newApp.Generation
 	}}
 	opts := controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}
 	if r.SkipNameValidation {
@@ -94,13 +96,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	changed := false
+	var row *db.Application
 	err := r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		// Only this instance's applications: one that moved to another instance is
 		// reported by that instance's agent.
-		if _, err := r.Store.GetApplicationForEngineInstance(ctx, tx, r.Identity.InstanceID, st.ApplicationID); err != nil {
+		var err error
+		if row, err = r.Store.GetApplicationForEngineInstance(ctx, tx, r.Identity.InstanceID, st.ApplicationID); err != nil {
 			return err
 		}
-		var err error
 		if changed, err = r.Store.UpsertApplicationState(ctx, tx, st); err != nil || !changed {
 			return err
 		}
@@ -114,6 +117,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("recording the state of application %s: %w", st.ApplicationID, err)
 	}
+	if err := r.revertDrift(ctx, app, row); err != nil {
+		return ctrl.Result{}, err
+	}
 	if changed {
 		// Only real writes: a reconcile that found the state unchanged wrote nothing.
 		agentmetrics.StatusWrite.Observe(time.Since(start).Seconds())
@@ -121,6 +127,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"health", st.Health, "syncStatus", st.SyncStatus, "revision", st.Revision)
 	}
 	return ctrl.Result{}, nil
+}
+
+// revertDrift applies the row's spec again when the Application's differs from it (someone
+// edited the Application by hand): the database is the source of truth.
+func (r *Reconciler) revertDrift(ctx context.Context, app *argov1alpha1.Application, row *db.Application) error {
+	if !app.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	want := argocd.Application(app.Namespace, row.Name, row.ID, row.TenantID, row.Spec)
+	if equality.Semantic.DeepEqual(want.Spec, app.Spec) {
+		return nil
+	}
+	if err := ssa.Apply(ctx, r.Client, want); err != nil {
+		return fmt.Errorf("reverting a change of Argo CD Application %s: %w", app.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Reverted a change of an Argo CD Application made outside the service", "application", app.Name)
+	agentmetrics.DriftReverted.Inc()
+	return nil
 }
 
 // State is what the service records of an Application's status.

@@ -52,10 +52,17 @@ var (
 		Help:    "Time an operation handler run takes, by resource type.",
 		Buckets: latencyBuckets,
 	}, []string{"resource_type"})
+
+	// DriftReverted counts Argo CD Applications whose spec was changed outside the service
+	// and put back.
+	DriftReverted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gitops_cluster_agent_application_drift_reverted_total",
+		Help: "Argo CD Applications whose spec was changed outside the service and reverted to the database's.",
+	})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(StatusWrite, OperationsProcessed, OperationDuration)
+	ctrlmetrics.Registry.MustRegister(StatusWrite, OperationsProcessed, OperationDuration, DriftReverted)
 }
 
 // InitResourceTypes creates the series of each resource type (with zero values), so that
