@@ -49,6 +49,9 @@ type Options struct {
 	// SweepInterval is how often orphaned Applications and missing Operation CRs are
 	// looked for; 0 disables it.
 	SweepInterval time.Duration
+	// OperationRetryLimit is how long an operation whose handler keeps failing is retried
+	// before it is marked Failed; 0 retries forever.
+	OperationRetryLimit time.Duration
 
 	// Not flags: polling while waiting for Argo CD (defaults of the handlers), and, for
 	// tests running several managers in one process, skipping the controller name check.
@@ -70,7 +73,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.OperationGCInterval, "operation-gc-interval", opgc.DefaultInterval,
 		"How often finished operations past their retention are deleted, with their Operation CRs (jittered; 0 disables).")
 	fs.DurationVar(&o.SweepInterval, "sweep-interval", sweep.DefaultInterval,
-		"How often labelled Argo CD Applications without a row are deleted and missing Operation CRs re-created (jittered ±20%; 0 disables).")
+		"How often labelled Argo CD Applications, Secrets and AppProjects without a row are deleted and missing Operation CRs re-created (jittered ±20%; 0 disables).")
+	fs.DurationVar(&o.OperationRetryLimit, "operation-retry-limit", operation.DefaultRetryLimit,
+		"How long an operation that keeps failing (API or database errors) is retried, with backoff, before it is marked Failed (0: forever).")
 }
 
 // CacheOptions restricts the manager's cache to the engine namespace: the agent reads
@@ -138,7 +143,7 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		db.OperationResourceRepositoryCredential: &credsecret.Repositories{Client: c, DB: bdb, Store: store, Identity: id},
 	}
 	if err := (&operation.Reconciler{
-		Client: c, DB: bdb, Store: store, Identity: id, Handlers: handlers,
+		Client: c, DB: bdb, Store: store, Identity: id, Handlers: handlers, RetryLimit: opts.OperationRetryLimit,
 		MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles), SkipNameValidation: opts.SkipNameValidation,
 	}).SetupWithManager(mgr); err != nil {
 		return engine.Identity{}, fmt.Errorf("setting up the operation controller: %w", err)

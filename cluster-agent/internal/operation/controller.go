@@ -40,7 +40,12 @@ const ControllerName = "operation"
 const (
 	MessageInProgress    = "being applied to Argo CD"
 	MessageInternalError = "an internal error occurred in the cluster-agent; retrying"
+	// MessageGaveUp is the state of an operation that kept failing for the retry limit.
+	MessageGaveUp = "failed: the cluster-agent could not carry this out for %s (it kept failing; see its log)"
 )
+
+// DefaultRetryLimit is how long a failing operation is retried before it is marked Failed.
+const DefaultRetryLimit = time.Hour
 
 // mapTimeout bounds the database reads of the event handler.
 const mapTimeout = 10 * time.Second
@@ -78,6 +83,9 @@ type Reconciler struct {
 	Identity engine.Identity
 	// Handlers by resource type; an operation of a type without a handler fails.
 	Handlers map[db.OperationResourceType]Handler
+	// RetryLimit is how long after its creation an operation whose handler keeps
+	// returning errors is given up on (marked Failed); 0 retries forever.
+	RetryLimit time.Duration
 	// MaxConcurrentReconciles is how many resources are worked on at once (default 1).
 	MaxConcurrentReconciles int
 	// SkipNameValidation allows several managers in one process (tests).
@@ -293,8 +301,23 @@ func (r *Reconciler) reconcileResource(ctx context.Context, resourceType db.Oper
 		agentmetrics.OperationsProcessed.WithLabelValues(string(resourceType), agentmetrics.OutcomeFailed).Inc()
 	}
 	if err != nil {
-		log.Error(err, "Carrying out operations failed; retrying", "operations", len(pending))
-		updated, uerr := r.update(ctx, pending, db.OperationInProgress, MessageInternalError)
+		expired, retried := r.expired(pending)
+		if len(expired) > 0 {
+			// A poison operation: fail it rather than retry it forever.
+			log.Error(err, "Giving up on operations that kept failing", "operations", len(expired), "retryLimit", r.RetryLimit)
+			failed, ferr := r.update(ctx, expired, db.OperationFailed, fmt.Sprintf(MessageGaveUp, r.RetryLimit))
+			for range failed {
+				operationsTotal.WithLabelValues(string(resourceType), resultFailed).Inc()
+			}
+			if ferr != nil || len(retried) == 0 {
+				return ctrl.Result{}, errors.Join(ferr, r.syncStatuses(ctx, failed))
+			}
+			if serr := r.syncStatuses(ctx, failed); serr != nil {
+				return ctrl.Result{}, serr
+			}
+		}
+		log.Error(err, "Carrying out operations failed; retrying", "operations", len(retried))
+		updated, uerr := r.update(ctx, retried, db.OperationInProgress, MessageInternalError)
 		return ctrl.Result{}, errors.Join(err, uerr, r.syncStatuses(ctx, updated))
 	}
 	if !outcome.Done() {
@@ -322,6 +345,22 @@ func (r *Reconciler) reconcileResource(ctx context.Context, resourceType db.Oper
 	}
 	log.Info("Finished operations", "state", outcome.State, "message", outcome.Message, "operations", len(updated))
 	return ctrl.Result{}, r.syncStatuses(ctx, updated)
+}
+
+// expired splits ops into those created longer than RetryLimit ago and the others.
+func (r *Reconciler) expired(ops []db.Operation) (expired, retried []db.Operation) {
+	if r.RetryLimit <= 0 {
+		return nil, ops
+	}
+	cutoff := time.Now().Add(-r.RetryLimit)
+	for _, op := range ops {
+		if op.CreatedAt.Before(cutoff) {
+			expired = append(expired, op)
+		} else {
+			retried = append(retried, op)
+		}
+	}
+	return expired, retried
 }
 
 // update sets the state of every operation of ops whose state or message differs, and
