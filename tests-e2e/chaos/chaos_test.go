@@ -63,7 +63,7 @@ func TestChaos(t *testing.T) {
 		// The sweeps are the safety net for changes made while a binary was down: run them
 		// often enough to matter within the convergence window.
 		Args: map[string][]string{
-			"backend":       {"--sweep-interval=20s"},
+			"backend": {"--sweep-interval=20s"},
 			// Nothing prunes without Argo CD: deleted Applications lose their finalizer soon.
 			"cluster-agent": {"--sweep-interval=20s", "--application-deletion-timeout=10s"},
 		},
@@ -490,11 +490,12 @@ func goroutines(ctx context.Context, t *testing.T, s *stack.Stack) map[string]in
 		if err != nil {
 			t.Fatalf("scraping %s: %v", name, err)
 		}
-		data, err := readAll(resp)
+		data, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, line := range strings.Split(data, "\n") {
+		for _, line := range strings.Split(string(data), "\n") {
 			if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 				if err != nil {
@@ -505,12 +506,6 @@ func goroutines(ctx context.Context, t *testing.T, s *stack.Stack) map[string]in
 		}
 	}
 	return out
-}
-
-func readAll(resp *http.Response) (string, error) {
-	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(resp.Body)
-	return string(data), err
 }
 
 func sortKeys(keys []client.ObjectKey) {
