@@ -98,20 +98,49 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			return ctrl.Result{}, err
 		}
 	}
-	phase, err := r.bind(ctx, dtc)
+	prevPhase := dtc.Status.Phase
+	phase, note, err := r.bind(ctx, dtc)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "binding claim")
 	}
 	if phase != "" && phase != dtc.Status.Phase {
 		orig := dtc.DeepCopy()
 		dtc.Status.Phase = phase
-		if perr := r.Client.Status().Patch(ctx, dtc, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
+		// Optimistic lock: a reconcile of a stale copy must not write (or announce) a phase
+		// change another reconcile already made.
+		if perr := r.Client.Status().Patch(ctx, dtc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
+			if apierrors.IsNotFound(perr) {
+				return ctrl.Result{}, err
+			}
 			return ctrl.Result{}, errors.Join(err, perr)
 		}
 		ctrl.LoggerFrom(ctx).Info("claim phase changed", "from", orig.Status.Phase, "to", phase)
-		r.event(dtc, corev1.EventTypeNormal, "Phase"+string(phase), "DeploymentTargetClaim is "+string(phase))
+	}
+	// One Event per change: what bind did (it reports only changes), else the new phase.
+	switch {
+	case note != nil:
+		r.event(dtc, note.typ, note.reason, note.msg)
+	case phase != "" && phase != prevPhase:
+		typ, reason, msg := phaseEvent(dtc, phase)
+		r.event(dtc, typ, reason, msg)
 	}
 	return ctrl.Result{}, err
+}
+
+// note is the Event describing what a reconcile changed.
+type note struct{ typ, reason, msg string }
+
+// phaseEvent describes a claim's move to phase.
+func phaseEvent(dtc *appstudio.DeploymentTargetClaim, phase appstudio.DeploymentTargetClaimPhase) (string, string, string) {
+	switch phase {
+	case appstudio.DeploymentTargetClaimPhaseBound:
+		return corev1.EventTypeNormal, "Bound", "Bound to DeploymentTarget " + dtc.Spec.TargetName
+	case appstudio.DeploymentTargetClaimPhaseLost:
+		return corev1.EventTypeWarning, "TargetLost", "DeploymentTarget " + dtc.Spec.TargetName + " no longer exists"
+	case appstudio.DeploymentTargetClaimPhasePending:
+		return corev1.EventTypeNormal, "Pending", "Waiting for a DeploymentTarget of class " + string(dtc.Spec.DeploymentTargetClassName)
+	}
+	return corev1.EventTypeNormal, string(phase), "DeploymentTargetClaim is " + string(phase)
 }
 
 func (r *ClaimReconciler) event(o client.Object, typ, reason, msg string) {
@@ -120,69 +149,68 @@ func (r *ClaimReconciler) event(o client.Object, typ, reason, msg string) {
 	}
 }
 
-// bind returns the phase the claim is in after trying to bind it ("" = leave as is).
-func (r *ClaimReconciler) bind(ctx context.Context, dtc *appstudio.DeploymentTargetClaim) (appstudio.DeploymentTargetClaimPhase, error) {
+// bind returns the phase the claim is in after trying to bind it ("" = leave as is), and a
+// note when it changed something worth an Event.
+func (r *ClaimReconciler) bind(ctx context.Context, dtc *appstudio.DeploymentTargetClaim) (appstudio.DeploymentTargetClaimPhase, *note, error) {
 	if dtc.Spec.TargetName != "" {
 		return r.bindNamed(ctx, dtc)
 	}
 	dt, err := r.findTarget(ctx, dtc)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if dt == nil {
-		return appstudio.DeploymentTargetClaimPhasePending, r.askProvisioner(ctx, dtc)
+		n, err := r.askProvisioner(ctx, dtc)
+		return appstudio.DeploymentTargetClaimPhasePending, n, err
 	}
 	// As the PV binder does: bind the target first, then the claim.
 	if err := r.bindTarget(ctx, dt, dtc); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	dtc.Spec.TargetName = dt.Name
 	setAnn(dtc, appstudio.AnnBoundByController, appstudio.AnnBinderValueTrue)
 	setAnn(dtc, appstudio.AnnBindCompleted, appstudio.AnnBinderValueTrue)
 	if err := r.Client.Update(ctx, dtc); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("claim bound", "deploymentTarget", dt.Name)
-	r.event(dtc, corev1.EventTypeNormal, "Bound", "Bound to DeploymentTarget "+dt.Name)
-	return appstudio.DeploymentTargetClaimPhaseBound, nil
+	return appstudio.DeploymentTargetClaimPhaseBound, nil, nil
 }
 
 // bindNamed handles a claim whose spec.targetName is set (by us, or by the user).
-func (r *ClaimReconciler) bindNamed(ctx context.Context, dtc *appstudio.DeploymentTargetClaim) (appstudio.DeploymentTargetClaimPhase, error) {
+func (r *ClaimReconciler) bindNamed(ctx context.Context, dtc *appstudio.DeploymentTargetClaim) (appstudio.DeploymentTargetClaimPhase, *note, error) {
 	dt := &appstudio.DeploymentTarget{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: dtc.Namespace, Name: dtc.Spec.TargetName}, dt); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return "", err
+			return "", nil, err
 		}
 		if dtc.Annotations[appstudio.AnnBindCompleted] == appstudio.AnnBinderValueTrue {
-			if dtc.Status.Phase != appstudio.DeploymentTargetClaimPhaseLost {
-				r.event(dtc, corev1.EventTypeWarning, "TargetLost", "DeploymentTarget "+dtc.Spec.TargetName+" no longer exists")
-			}
-			return appstudio.DeploymentTargetClaimPhaseLost, nil
+			return appstudio.DeploymentTargetClaimPhaseLost, nil, nil
 		}
-		return appstudio.DeploymentTargetClaimPhasePending, nil
+		return appstudio.DeploymentTargetClaimPhasePending, nil, nil
 	}
 	switch dt.Spec.ClaimRef {
 	case dtc.Name:
 	case "":
 		if dt.Status.Phase == appstudio.DeploymentTargetPhaseReleased || dt.Status.Phase == appstudio.DeploymentTargetPhaseFailed {
-			return appstudio.DeploymentTargetClaimPhasePending, nil
+			return appstudio.DeploymentTargetClaimPhasePending, nil, nil
 		}
 		if err := r.bindTarget(ctx, dt, dtc); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	default:
+		var n *note
 		if dtc.Status.Phase != appstudio.DeploymentTargetClaimPhasePending {
-			r.event(dtc, corev1.EventTypeWarning, "TargetClaimed", fmt.Sprintf("DeploymentTarget %s is bound to another claim (%s)", dt.Name, dt.Spec.ClaimRef))
+			n = &note{corev1.EventTypeWarning, "TargetClaimed", fmt.Sprintf("DeploymentTarget %s is bound to another claim (%s)", dt.Name, dt.Spec.ClaimRef)}
 		}
-		return appstudio.DeploymentTargetClaimPhasePending, nil
+		return appstudio.DeploymentTargetClaimPhasePending, n, nil
 	}
 	if setAnn(dtc, appstudio.AnnBindCompleted, appstudio.AnnBinderValueTrue) {
 		if err := r.Client.Update(ctx, dtc); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
-	return appstudio.DeploymentTargetClaimPhaseBound, nil
+	return appstudio.DeploymentTargetClaimPhaseBound, nil, nil
 }
 
 // findTarget returns a target for an unbound claim: first one provisioned for (or pre-bound
@@ -228,22 +256,21 @@ func (r *ClaimReconciler) bindTarget(ctx context.Context, dt *appstudio.Deployme
 }
 
 // askProvisioner annotates the claim for its class's provisioner, if the class has one.
-func (r *ClaimReconciler) askProvisioner(ctx context.Context, dtc *appstudio.DeploymentTargetClaim) error {
+func (r *ClaimReconciler) askProvisioner(ctx context.Context, dtc *appstudio.DeploymentTargetClaim) (*note, error) {
 	cls := &appstudio.DeploymentTargetClass{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: string(dtc.Spec.DeploymentTargetClassName)}, cls); err != nil {
 		// No class (yet): the class watch requeues the claim when it appears.
-		return client.IgnoreNotFound(err)
+		return nil, client.IgnoreNotFound(err)
 	}
 	if cls.Spec.Provisioner == "" || dtc.Annotations[appstudio.AnnTargetProvisioner] == string(cls.Spec.Provisioner) {
-		return nil
+		return nil, nil
 	}
 	setAnn(dtc, appstudio.AnnTargetProvisioner, string(cls.Spec.Provisioner))
 	if err := r.Client.Update(ctx, dtc); err != nil {
-		return err
+		return nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("claim marked for provisioning", "provisioner", cls.Spec.Provisioner)
-	r.event(dtc, corev1.EventTypeNormal, "Provisioning", "Waiting for provisioner "+string(cls.Spec.Provisioner)+" to provision a DeploymentTarget")
-	return nil
+	return &note{corev1.EventTypeNormal, "Provisioning", "Waiting for provisioner " + string(cls.Spec.Provisioner) + " to provision a DeploymentTarget"}, nil
 }
 
 // finalize releases or deletes the claim's target according to the class's reclaim policy,

@@ -104,16 +104,33 @@ func (r *TargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	orig := dt.DeepCopy()
 	dt.Status.Phase = phase
-	if err := r.Client.Status().Patch(ctx, dt, client.MergeFrom(orig)); err != nil {
+	// Optimistic lock: a reconcile of a stale copy must not write (or announce) a phase
+	// change another reconcile already made; a conflict is retried.
+	if err := r.Client.Status().Patch(ctx, dt, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctrl.LoggerFrom(ctx).Info("target phase changed", "from", orig.Status.Phase, "to", phase)
 	if r.Recorder != nil {
-		typ := corev1.EventTypeNormal
-		if phase == appstudio.DeploymentTargetPhaseFailed {
-			typ = corev1.EventTypeWarning
-		}
-		r.Recorder.Event(dt, typ, "Phase"+string(phase), "DeploymentTarget is "+string(phase))
+		typ, reason, msg := targetPhaseEvent(dt, phase)
+		r.Recorder.Event(dt, typ, reason, msg)
 	}
 	return ctrl.Result{}, nil
+}
+
+// targetPhaseEvent describes a target's move to phase: the reason is the phase, Warning for
+// Failed.
+func targetPhaseEvent(dt *appstudio.DeploymentTarget, phase appstudio.DeploymentTargetPhase) (string, string, string) {
+	switch phase {
+	case appstudio.DeploymentTargetPhaseAvailable:
+		return corev1.EventTypeNormal, string(phase), "DeploymentTarget is available to be claimed"
+	case appstudio.DeploymentTargetPhasePending:
+		return corev1.EventTypeNormal, string(phase), "DeploymentTarget is reserved for DeploymentTargetClaim " + dt.Spec.ClaimRef + ", which has not bound it yet"
+	case appstudio.DeploymentTargetPhaseBound:
+		return corev1.EventTypeNormal, string(phase), "DeploymentTarget is bound to DeploymentTargetClaim " + dt.Spec.ClaimRef
+	case appstudio.DeploymentTargetPhaseReleased:
+		return corev1.EventTypeNormal, string(phase), "DeploymentTargetClaim " + dt.Spec.ClaimRef + " was deleted; the DeploymentTarget is kept and is not bound again automatically"
+	case appstudio.DeploymentTargetPhaseFailed:
+		return corev1.EventTypeWarning, string(phase), "DeploymentTarget failed"
+	}
+	return corev1.EventTypeNormal, string(phase), "DeploymentTarget is " + string(phase)
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,7 +82,7 @@ func (r *Reconciler) advanceAutomated(ctx context.Context, run *appstudio.Promot
 	if run.Status.State == appstudio.PromotionRunStateWaiting {
 		if other, err := r.activeRun(ctx, run); err != nil || other != "" {
 			if err == nil {
-				err = errcond.New("PromotionInProgress", fmt.Sprintf("PromotionRun %q of application %q is in progress; this one starts when it completes", other, run.Spec.Application))
+				err = errcond.New(reasonInProgress, fmt.Sprintf("PromotionRun %q of application %q is in progress; this one starts when it completes", other, run.Spec.Application))
 			}
 			return ctrl.Result{}, err
 		}
@@ -172,10 +170,6 @@ func (r *Reconciler) automatedStep(ctx context.Context, run *appstudio.Promotion
 			return ctrl.Result{}, nil
 		}
 		ctrl.LoggerFrom(ctx).Info("promotion step complete", "step", step, "next", next)
-		if r.Recorder != nil {
-			r.Recorder.Eventf(run, corev1.EventTypeNormal, "StepSucceeded", "Step %d (%s) is deployed; promoting to %s",
-				step, strings.Join(names, ", "), strings.Join(next, ", "))
-		}
 		for _, n := range next {
 			run.Status.EnvironmentStatus = append(run.Status.EnvironmentStatus, appstudio.PromotionRunEnvironmentStatus{
 				Step: step + 1, EnvironmentName: n, Status: appstudio.PromotionRunEnvironmentStatusInProgress, DisplayStatus: msgWaiting})

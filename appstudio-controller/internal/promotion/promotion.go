@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,9 @@ import (
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
 )
+
+// reasonInProgress: another PromotionRun of the Application runs; this one waits.
+const reasonInProgress = "PromotionInProgress"
 
 // ApplicationIndex indexes PromotionRuns and bindings by spec.application.
 const ApplicationIndex = "spec.application"
@@ -112,7 +116,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	before := run.Status.DeepCopy()
-	prevState := run.Status.State
 
 	result, err := r.advance(ctx, run)
 	if err != nil && !errcond.IsUser(err) {
@@ -120,21 +123,123 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.setError(run, err)
 	run.Status.ObservedGeneration = run.Generation
-	if run.Status.State != prevState && r.Recorder != nil {
-		typ := corev1.EventTypeNormal
-		if run.Status.CompletionResult == appstudio.PromotionRunCompleteResultFailure {
-			typ = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(run, typ, string(run.Status.State), "PromotionRun is %s %s", run.Status.State, run.Status.CompletionResult)
-	}
 	if !equality.Semantic.DeepEqual(before, &run.Status) {
 		orig := run.DeepCopy()
 		orig.Status = *before
-		if perr := r.Client.Status().Patch(ctx, run, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
+		// Optimistic lock: a reconcile of a stale copy must not write (or announce) a
+		// transition another reconcile already made.
+		if perr := r.Client.Status().Patch(ctx, run, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
+			if apierrors.IsNotFound(perr) {
+				return ctrl.Result{}, nil
+			}
 			return ctrl.Result{}, errors.Join(internalOnly(err), perr)
 		}
+		r.recordTransitions(run, before, err)
 	}
 	return result, internalOnly(err)
+}
+
+// Reasons of the PromotionRun's Events; a raised ErrorOccurred condition uses the reason of
+// the error (SnapshotNotFound, PromotionInProgress, ...).
+const (
+	EventPromotionStarted   = "PromotionStarted"
+	EventStepSucceeded      = "StepSucceeded"
+	EventPromotionSucceeded = "PromotionSucceeded"
+	EventPromotionFailed    = "PromotionFailed"
+)
+
+// recordTransitions records one Event per user-visible change from before: the run
+// starting, completing (Normal on Success, Warning on Failure), and its ErrorOccurred
+// condition raised, changed or resolved. (A step of an automated run is recorded where it
+// succeeds.) A reconcile that changes none of these records nothing.
+func (r *Reconciler) recordTransitions(run *appstudio.PromotionRun, before *appstudio.PromotionRunStatus, err error) {
+	if r.Recorder == nil {
+		return
+	}
+	st := &run.Status
+	stateEvent := false
+	if st.State != before.State && (st.State == appstudio.PromotionRunStateActive ||
+		st.State == appstudio.PromotionRunStateComplete && before.State != appstudio.PromotionRunStateActive) {
+		stateEvent = true
+		if m := run.Spec.ManualPromotion; m != nil {
+			r.Recorder.Eventf(run, corev1.EventTypeNormal, EventPromotionStarted, "Promoting Snapshot %s of application %s to Environment %s",
+				run.Spec.Snapshot, run.Spec.Application, m.TargetEnvironment)
+		} else if a := run.Spec.AutomatedPromotion; a != nil {
+			r.Recorder.Eventf(run, corev1.EventTypeNormal, EventPromotionStarted, "Promoting Snapshot %s of application %s, starting with Environment %s",
+				run.Spec.Snapshot, run.Spec.Application, a.InitialEnvironment)
+		}
+	}
+	r.recordSteps(run, before)
+	if st.State == appstudio.PromotionRunStateComplete && before.State != appstudio.PromotionRunStateComplete {
+		stateEvent = true
+		var envs, failures []string
+		for _, s := range st.EnvironmentStatus {
+			envs = append(envs, s.EnvironmentName)
+			if s.Status == appstudio.PromotionRunEnvironmentStatusFailed {
+				failures = append(failures, fmt.Sprintf("%s: %s", s.EnvironmentName, s.DisplayStatus))
+			}
+		}
+		if st.CompletionResult == appstudio.PromotionRunCompleteResultSuccess {
+			r.Recorder.Eventf(run, corev1.EventTypeNormal, EventPromotionSucceeded, "Snapshot %s is deployed to %s", run.Spec.Snapshot, strings.Join(envs, ", "))
+		} else {
+			msg := "The promotion failed"
+			if len(failures) > 0 {
+				msg += ": " + strings.Join(failures, "; ")
+			}
+			r.Recorder.Event(run, corev1.EventTypeWarning, EventPromotionFailed, msg)
+		}
+	}
+	was, now := errorCondition(before), errorCondition(st)
+	switch {
+	case now == nil || (was != nil && was.Status == now.Status && was.Message == now.Message):
+	case now.Status == appstudio.PromotionRunConditionStatusTrue:
+		reason, typ := string(appstudio.PromotionRunReasonErrorOccurred), corev1.EventTypeWarning
+		var ue *errcond.Error
+		if errors.As(err, &ue) {
+			reason = ue.Reason
+		}
+		if reason == reasonInProgress {
+			typ = corev1.EventTypeNormal // waiting its turn is no failure
+		}
+		r.Recorder.Event(run, typ, reason, now.Message)
+	case !stateEvent && was != nil && was.Status == appstudio.PromotionRunConditionStatusTrue:
+		r.Recorder.Event(run, corev1.EventTypeNormal, string(appstudio.PromotionRunReasonErrorOccurredResolved), "The PromotionRun's earlier error is resolved")
+	}
+}
+
+// recordSteps records StepSucceeded for each step of an automated run that succeeded since
+// before and was followed by another (the last step's success is PromotionSucceeded).
+func (r *Reconciler) recordSteps(run *appstudio.PromotionRun, before *appstudio.PromotionRunStatus) {
+	if run.Spec.AutomatedPromotion == nil {
+		return
+	}
+	was := map[string]appstudio.PromotionRunEnvironmentStatusField{}
+	for _, s := range before.EnvironmentStatus {
+		was[s.EnvironmentName] = s.Status
+	}
+	byStep := map[int][]string{}
+	done := map[int]bool{}
+	for _, s := range run.Status.EnvironmentStatus {
+		byStep[s.Step] = append(byStep[s.Step], s.EnvironmentName)
+		if s.Status == appstudio.PromotionRunEnvironmentStatusSuccess && was[s.EnvironmentName] != s.Status {
+			done[s.Step] = true
+		}
+	}
+	for step := 1; step <= len(byStep); step++ {
+		if done[step] && len(byStep[step+1]) > 0 {
+			r.Recorder.Eventf(run, corev1.EventTypeNormal, EventStepSucceeded, "Step %d (%s) is deployed; promoting to %s",
+				step, strings.Join(byStep[step], ", "), strings.Join(byStep[step+1], ", "))
+		}
+	}
+}
+
+func errorCondition(st *appstudio.PromotionRunStatus) *appstudio.PromotionRunCondition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == appstudio.PromotionRunConditionErrorOccurred {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
 }
 
 func internalOnly(err error) error {
@@ -192,7 +297,7 @@ func (r *Reconciler) advance(ctx context.Context, run *appstudio.PromotionRun) (
 	if run.Status.State == appstudio.PromotionRunStateWaiting {
 		if other, err := r.activeRun(ctx, run); err != nil || other != "" {
 			if err == nil {
-				err = errcond.New("PromotionInProgress", fmt.Sprintf("PromotionRun %q of application %q is in progress; this one starts when it completes", other, run.Spec.Application))
+				err = errcond.New(reasonInProgress, fmt.Sprintf("PromotionRun %q of application %q is in progress; this one starts when it completes", other, run.Spec.Application))
 			}
 			return ctrl.Result{}, err
 		}

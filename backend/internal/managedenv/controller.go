@@ -111,7 +111,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		cond.Status, cond.Reason = metav1.ConditionFalse, string(v1.ManagedEnvironmentReasonUnknownError)
 		cond.Message = "An internal error occurred while connecting the environment; the service retries automatically."
 	}
-	if meta.SetStatusCondition(&env.Status.Conditions, cond) && r.Recorder != nil {
+	prev := meta.FindStatusCondition(env.Status.Conditions, cond.Type)
+	// One Event per change of the connection's state; a new generation or a retry with the
+	// same result (SetStatusCondition reports those as changes too) records nothing.
+	changed := prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason || prev.Message != cond.Message
+	meta.SetStatusCondition(&env.Status.Conditions, cond)
+	if changed && r.Recorder != nil {
 		eventType := corev1.EventTypeNormal
 		if cond.Status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning

@@ -104,10 +104,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	result := ctrl.Result{}
 	err := r.connect(ctx, cred)
 	var p *Problem
-	errorChanged := false
 	switch {
 	case errors.As(err, &p):
-		errorChanged = set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionTrue, v1.RepositoryCredentialReasonErrorOccurred, p.Message)
+		set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionTrue, v1.RepositoryCredentialReasonErrorOccurred, p.Message)
 		set(p.Condition, metav1.ConditionFalse, p.Reason, p.Message)
 		// The other property could not be checked: its state is unknown.
 		other := v1.RepositoryCredentialConditionValidRepositoryUrl
@@ -122,23 +121,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		err = nil // the user's to fix; a change of the credential or its Secret retries
 	case err != nil:
 		ctrl.LoggerFrom(ctx).Error(err, "storing repository credential")
-		errorChanged = set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionTrue, v1.RepositoryCredentialReasonErrorOccurred,
+		set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionTrue, v1.RepositoryCredentialReasonErrorOccurred,
 			"An internal error occurred while storing the credentials; the service retries automatically.")
 	default:
-		errorChanged = set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionFalse, v1.RepositoryCredentialReasonErrorOccurredResolved, "")
+		set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionFalse, v1.RepositoryCredentialReasonErrorOccurredResolved, "")
 		set(v1.RepositoryCredentialConditionValidRepositoryUrl, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidRepositoryUrl,
 			"The repository exists and is reachable.")
 		set(v1.RepositoryCredentialConditionValidRepositoryCredential, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidCredentials,
 			"The credentials give access to the repository.")
 		result.RequeueAfter = RevalidateInterval
 	}
-	if errorChanged && r.Recorder != nil {
-		c := meta.FindStatusCondition(*conds, v1.RepositoryCredentialConditionErrorOccurred)
-		if c.Status == metav1.ConditionTrue {
-			r.Recorder.Event(cred, corev1.EventTypeWarning, c.Reason, c.Message)
-		} else {
-			r.Recorder.Event(cred, corev1.EventTypeNormal, v1.RepositoryCredentialReasonValidCredentials, "The credentials give access to the repository.")
-		}
+	if r.Recorder != nil {
+		r.recordTransition(cred, before.Conditions, *conds)
 	}
 	cred.Status.ObservedGeneration = cred.Generation
 	if !equality.Semantic.DeepEqual(before, &cred.Status) {
@@ -254,4 +248,46 @@ func (r *Reconciler) remove(ctx context.Context, namespace, name, keepUID string
 	remover := &mapping.Remover{DB: r.DB, Store: r.Store, Tenancy: r.Tenancy, Signal: r.Signal,
 		Kind: db.APIResourceRepositoryCredential, ResourceType: db.OperationResourceRepositoryCredential, DeleteRow: r.Store.DeleteRepositoryCredential}
 	return remover.Remove(ctx, namespace, name, keepUID)
+}
+
+// recordTransition records one Event when the credential turns valid or invalid, or becomes
+// invalid for another reason: Warning with the failing condition's reason (or ErrorOccurred
+// for an internal error), Normal ValidCredentials once valid again. A reconcile that repeats
+// the same result (a re-validation, a new generation) records nothing.
+func (r *Reconciler) recordTransition(cred *v1.GitOpsDeploymentRepositoryCredential, before, after []metav1.Condition) {
+	was, now := credentialState(before), credentialState(after)
+	if was == now || now.status == "" {
+		return
+	}
+	if now.status == metav1.ConditionTrue {
+		r.Recorder.Event(cred, corev1.EventTypeWarning, now.reason, now.message)
+		return
+	}
+	if was.status != metav1.ConditionFalse {
+		r.Recorder.Event(cred, corev1.EventTypeNormal, v1.RepositoryCredentialReasonValidCredentials, "The credentials give access to the repository.")
+	}
+}
+
+// credState is what an Event reports of a credential: the ErrorOccurred status, and the reason
+// and message of the problem.
+type credState struct {
+	status          metav1.ConditionStatus
+	reason, message string
+}
+
+func credentialState(conds []metav1.Condition) credState {
+	e := meta.FindStatusCondition(conds, v1.RepositoryCredentialConditionErrorOccurred)
+	if e == nil {
+		return credState{}
+	}
+	if e.Status != metav1.ConditionTrue {
+		return credState{status: e.Status}
+	}
+	st := credState{status: e.Status, reason: e.Reason, message: e.Message}
+	for _, typ := range []string{v1.RepositoryCredentialConditionValidRepositoryUrl, v1.RepositoryCredentialConditionValidRepositoryCredential} {
+		if c := meta.FindStatusCondition(conds, typ); c != nil && c.Status == metav1.ConditionFalse && c.Message == e.Message {
+			st.reason = c.Reason
+		}
+	}
+	return st
 }

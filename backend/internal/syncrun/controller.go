@@ -38,6 +38,13 @@ const (
 	msgSucceeded = "Successfully completed synchronize operation."
 )
 
+// Reasons of the SyncRun's Events (condition Events otherwise use the condition's reason).
+const (
+	EventSyncRequested = "SyncRequested"
+	EventSyncSucceeded = "SyncSucceeded"
+	EventSyncFailed    = "SyncFailed"
+)
+
 // Store is the part of the database the controller uses.
 type Store interface {
 	GetApplication(ctx context.Context, idb bun.IDB, tenantID, id string) (*db.Application, error)
@@ -102,16 +109,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := run.Status.DeepCopy()
 	now := metav1.Now()
 
-	depl, err := r.start(ctx, run)
+	depl, requested, err := r.start(ctx, run)
 	switch msg, isUser := conditions.UserMessage(err); {
 	case isUser:
-		r.setCondition(run, v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentSyncRunReasonErrorOccurred, msg, now)
+		r.raise(run, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurred), msg, msg, now)
 		err = nil
 	case err != nil:
 		ctrl.LoggerFrom(ctx).Error(err, "reconciling GitOpsDeploymentSyncRun")
-		r.setCondition(run, v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentSyncRunReasonErrorOccurred, conditions.InternalErrorMessage, now)
+		r.raise(run, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurred), conditions.InternalErrorMessage, conditions.InternalErrorMessage, now)
 	case depl != nil:
-		r.followDeployment(run, depl, now)
+		r.followDeployment(run, depl, requested, now)
 	}
 	run.Status.ObservedGeneration = run.Generation
 	if !equality.Semantic.DeepEqual(before, &run.Status) {
@@ -125,38 +132,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // start creates the sync operation of run, once. It returns the GitOpsDeployment when the
-// sync has been requested.
-func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (*v1.GitOpsDeployment, error) {
+// sync has been requested, and whether that happened in this call.
+func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (*v1.GitOpsDeployment, bool, error) {
 	if err := validation.PlainText("spec.revisionID", run.Spec.RevisionID); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	depl := &v1.GitOpsDeployment{}
 	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.GitopsDeploymentName}
 	if err := r.Client.Get(ctx, key, depl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, conditions.Userf("GitOpsDeployment %q does not exist in namespace %q; the sync starts once it does", key.Name, key.Namespace)
+			return nil, false, conditions.Userf("GitOpsDeployment %q does not exist in namespace %q; the sync starts once it does", key.Name, key.Namespace)
 		}
-		return nil, err
+		return nil, false, err
 	}
 	if depl.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated {
-		return nil, conditions.Userf(msgAutomated)
+		return nil, false, conditions.Userf(msgAutomated)
 	}
 	tenant, err := r.Tenancy.Tenant(ctx, r.DB, run.Namespace)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if _, err := r.Store.GetSyncOperation(ctx, r.DB, tenant.ID, string(run.UID)); err == nil {
-		return depl, r.ensureSignalled(ctx, string(run.UID))
+		return depl, false, r.ensureSignalled(ctx, string(run.UID))
 	} else if !errors.Is(err, db.ErrNotFound) {
-		return nil, err
+		return nil, false, err
 	}
 	app, err := r.Store.GetApplication(ctx, r.DB, tenant.ID, string(depl.UID))
 	if errors.Is(err, db.ErrNotFound) {
 		// The deployment has not been reconciled yet; its next change requeues us.
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	revision := run.Spec.RevisionID
 	if revision == "" {
@@ -180,12 +187,12 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if r.Recorder != nil {
-		r.Recorder.Eventf(run, corev1.EventTypeNormal, "SyncRequested", "Sync of GitOpsDeployment %s to %q requested", depl.Name, revision)
+		r.Recorder.Eventf(run, corev1.EventTypeNormal, EventSyncRequested, "Sync of GitOpsDeployment %s to %q requested", depl.Name, revision)
 	}
-	return depl, r.Signal.CRs(ctx, op)
+	return depl, true, r.Signal.CRs(ctx, op)
 }
 
 // ensureSignalled creates the CR of a waiting operation whose CR an earlier reconcile did
@@ -206,28 +213,59 @@ func (r *Reconciler) ensureSignalled(ctx context.Context, syncOpID string) error
 }
 
 // followDeployment copies the deployment's health and sync status, and reports the outcome
-// of Argo CD's sync operation.
-func (r *Reconciler) followDeployment(run *v1.GitOpsDeploymentSyncRun, depl *v1.GitOpsDeployment, now metav1.Time) {
+// of Argo CD's sync operation. Once the sync is requested, an earlier error that held it back
+// (no deployment yet, an automated one, an internal error) is resolved; requested says the
+// sync was requested by this reconcile, whose SyncRequested Event then says so.
+func (r *Reconciler) followDeployment(run *v1.GitOpsDeploymentSyncRun, depl *v1.GitOpsDeployment, requested bool, now metav1.Time) {
 	run.Status.Health = depl.Status.Health.Status
 	run.Status.SyncStatus = depl.Status.Sync.Status
 	op := depl.Status.OperationState
 	// An operation that started before this SyncRun existed is an earlier sync's result.
-	if op == nil || op.StartedAt.Before(&run.CreationTimestamp) {
-		return
+	if op != nil && !op.StartedAt.Before(&run.CreationTimestamp) {
+		switch op.Phase {
+		case "Succeeded":
+			if r.setCondition(run, v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved, msgSucceeded, now) {
+				r.event(run, corev1.EventTypeNormal, EventSyncSucceeded, msgSucceeded)
+			}
+			return
+		case "Failed", "Error":
+			msg := "Sync operation " + string(op.Phase)
+			if op.Message != "" {
+				msg += ": " + op.Message
+			}
+			r.raise(run, EventSyncFailed, op.Message, msg, now)
+			return
+		}
 	}
-	switch op.Phase {
-	case "Succeeded":
-		r.setCondition(run, v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved, msgSucceeded, now)
-	case "Failed", "Error":
-		r.setCondition(run, v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentSyncRunReasonErrorOccurred, op.Message, now)
+	// Requested and not finished: nothing holds the sync back any more.
+	var changed bool
+	run.Status.Conditions, changed = conditions.Resolve(run.Status.Conditions, v1.GitOpsDeploymentSyncRunConditionErrorOccurred,
+		v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved, now)
+	if changed && !requested {
+		r.event(run, corev1.EventTypeNormal, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved),
+			"The earlier error is resolved; the sync is requested.")
 	}
 }
 
-func (r *Reconciler) setCondition(run *v1.GitOpsDeploymentSyncRun, status v1.GitOpsConditionStatus, reason v1.GitOpsDeploymentReasonType, msg string, now metav1.Time) {
+// raise sets the ErrorOccurred condition to msg, with a Warning Event (eventReason,
+// eventMsg) when the condition changes.
+func (r *Reconciler) raise(run *v1.GitOpsDeploymentSyncRun, eventReason, msg, eventMsg string, now metav1.Time) {
+	if r.setCondition(run, v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentSyncRunReasonErrorOccurred, msg, now) {
+		r.event(run, corev1.EventTypeWarning, eventReason, eventMsg)
+	}
+}
+
+// setCondition sets the ErrorOccurred condition and reports whether its status, reason or
+// message changed (a transition worth one Event).
+func (r *Reconciler) setCondition(run *v1.GitOpsDeploymentSyncRun, status v1.GitOpsConditionStatus, reason v1.GitOpsDeploymentReasonType, msg string, now metav1.Time) bool {
 	var changed bool
 	run.Status.Conditions, changed = conditions.Set(run.Status.Conditions, v1.GitOpsDeploymentSyncRunConditionErrorOccurred, status, reason, msg, now)
-	if changed && status == v1.GitOpsConditionStatusTrue && r.Recorder != nil {
-		r.Recorder.Event(run, corev1.EventTypeWarning, string(reason), msg)
+	return changed
+}
+
+func (r *Reconciler) event(run *v1.GitOpsDeploymentSyncRun, eventType, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Event(run, eventType, reason, msg)
 	}
 }
 
