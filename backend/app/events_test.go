@@ -57,8 +57,7 @@ func TestEventsSyncRunLifecycle(t *testing.T) {
 	h.g.Expect(cp.Client.Update(h.ctx, run)).To(Succeed())
 	h.quiet(run)
 
-	// The deployment appears: the sync is requested and the error resolved (the request says
-	// so: no separate Event).
+	// The deployment appears: the sync is requested and the error resolved.
 	depl := h.newDeployment("later", v1.GitOpsDeploymentSpecTypeManual, func(d *v1.GitOpsDeployment) { d.Spec.Source.TargetRevision = "v1.2.0" })
 	h.g.Eventually(func() []string { return h.events(run) }, eventually, poll).Should(ContainElement(
 		`Normal SyncRequested Sync of GitOpsDeployment later to "v1.2.0" requested`))
@@ -77,8 +76,9 @@ func TestEventsSyncRunLifecycle(t *testing.T) {
 	h.quiet(run)
 	h.g.Expect(h.eventCounts(run)).To(Equal(map[string]int32{
 		waiting: 1,
-		`Normal SyncRequested Sync of GitOpsDeployment later to "v1.2.0" requested`: 1,
-		"Normal SyncSucceeded Successfully completed synchronize operation.":        1,
+		`Normal SyncRequested Sync of GitOpsDeployment later to "v1.2.0" requested`:          1,
+		"Normal ErrorOccurredResolved The earlier error is resolved; the sync is requested.": 1,
+		"Normal SyncSucceeded Successfully completed synchronize operation.":                 1,
 	}))
 }
 

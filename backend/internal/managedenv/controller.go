@@ -116,20 +116,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// same result (SetStatusCondition reports those as changes too) records nothing.
 	changed := prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason || prev.Message != cond.Message
 	meta.SetStatusCondition(&env.Status.Conditions, cond)
+	env.Status.ObservedGeneration = env.Generation
+	if !equality.Semantic.DeepEqual(before, &env.Status) {
+		orig := env.DeepCopy()
+		orig.Status = *before
+		// Optimistic locking: a reconcile of a stale cached copy fails here instead of
+		// writing (and announcing) a transition that already happened.
+		if perr := r.Client.Status().Patch(ctx, env, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
+			if apierrors.IsNotFound(perr) {
+				return result, err
+			}
+			return result, errors.Join(err, fmt.Errorf("patching status: %w", perr))
+		}
+	}
 	if changed && r.Recorder != nil {
 		eventType := corev1.EventTypeNormal
 		if cond.Status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Event(env, eventType, cond.Reason, cond.Message)
-	}
-	env.Status.ObservedGeneration = env.Generation
-	if !equality.Semantic.DeepEqual(before, &env.Status) {
-		orig := env.DeepCopy()
-		orig.Status = *before
-		if perr := r.Client.Status().Patch(ctx, env, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
-			err = errors.Join(err, fmt.Errorf("patching status: %w", perr))
-		}
 	}
 	return result, err
 }

@@ -131,16 +131,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"The credentials give access to the repository.")
 		result.RequeueAfter = RevalidateInterval
 	}
-	if r.Recorder != nil {
-		r.recordTransition(cred, before.Conditions, *conds)
-	}
 	cred.Status.ObservedGeneration = cred.Generation
 	if !equality.Semantic.DeepEqual(before, &cred.Status) {
 		orig := cred.DeepCopy()
 		orig.Status = *before
-		if perr := r.Client.Status().Patch(ctx, cred, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
-			err = errors.Join(err, fmt.Errorf("patching status: %w", perr))
+		// Optimistic locking: a reconcile of a stale cached copy fails here instead of
+		// writing (and announcing) a transition that already happened.
+		if perr := r.Client.Status().Patch(ctx, cred, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
+			if apierrors.IsNotFound(perr) {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{}, errors.Join(err, fmt.Errorf("patching status: %w", perr))
 		}
+	}
+	if r.Recorder != nil {
+		r.recordTransition(cred, before.Conditions, *conds)
 	}
 	if err != nil {
 		return ctrl.Result{}, err

@@ -109,61 +109,82 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := run.Status.DeepCopy()
 	now := metav1.Now()
 
-	depl, requested, err := r.start(ctx, run)
+	var ev transitions
+	depl, err := r.start(ctx, run)
 	switch msg, isUser := conditions.UserMessage(err); {
 	case isUser:
-		r.raise(run, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurred), msg, msg, now)
+		r.raise(&ev, run, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurred), msg, msg, now)
 		err = nil
 	case err != nil:
 		ctrl.LoggerFrom(ctx).Error(err, "reconciling GitOpsDeploymentSyncRun")
-		r.raise(run, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurred), conditions.InternalErrorMessage, conditions.InternalErrorMessage, now)
+		r.raise(&ev, run, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurred), conditions.InternalErrorMessage, conditions.InternalErrorMessage, now)
 	case depl != nil:
-		r.followDeployment(run, depl, requested, now)
+		r.followDeployment(&ev, run, depl, now)
 	}
 	run.Status.ObservedGeneration = run.Generation
-	if !equality.Semantic.DeepEqual(before, &run.Status) {
-		orig := run.DeepCopy()
-		orig.Status = *before
-		if perr := r.Client.Status().Patch(ctx, run, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
-			err = errors.Join(err, fmt.Errorf("patching status: %w", perr))
+	if equality.Semantic.DeepEqual(before, &run.Status) {
+		return ctrl.Result{}, err
+	}
+	orig := run.DeepCopy()
+	orig.Status = *before
+	// Optimistic locking: a reconcile of a stale cached copy fails here instead of writing
+	// (and announcing) a transition that already happened.
+	if perr := r.Client.Status().Patch(ctx, run, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
+		if apierrors.IsNotFound(perr) {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, errors.Join(err, fmt.Errorf("patching status: %w", perr))
+	}
+	if r.Recorder != nil {
+		for _, e := range ev {
+			r.Recorder.Event(run, e.eventType, e.reason, e.message)
 		}
 	}
 	return ctrl.Result{}, err
 }
 
+// transitions are the Events of one reconcile's transitions, recorded once its status is written.
+type transitions []event
+
+type event struct{ eventType, reason, message string }
+
+func (ev *transitions) add(eventType, reason, message string) {
+	*ev = append(*ev, event{eventType, reason, message})
+}
+
 // start creates the sync operation of run, once. It returns the GitOpsDeployment when the
-// sync has been requested, and whether that happened in this call.
-func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (*v1.GitOpsDeployment, bool, error) {
+// sync has been requested.
+func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (*v1.GitOpsDeployment, error) {
 	if err := validation.PlainText("spec.revisionID", run.Spec.RevisionID); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	depl := &v1.GitOpsDeployment{}
 	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.GitopsDeploymentName}
 	if err := r.Client.Get(ctx, key, depl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, false, conditions.Userf("GitOpsDeployment %q does not exist in namespace %q; the sync starts once it does", key.Name, key.Namespace)
+			return nil, conditions.Userf("GitOpsDeployment %q does not exist in namespace %q; the sync starts once it does", key.Name, key.Namespace)
 		}
-		return nil, false, err
+		return nil, err
 	}
 	if depl.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated {
-		return nil, false, conditions.Userf(msgAutomated)
+		return nil, conditions.Userf(msgAutomated)
 	}
 	tenant, err := r.Tenancy.Tenant(ctx, r.DB, run.Namespace)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if _, err := r.Store.GetSyncOperation(ctx, r.DB, tenant.ID, string(run.UID)); err == nil {
-		return depl, false, r.ensureSignalled(ctx, string(run.UID))
+		return depl, r.ensureSignalled(ctx, string(run.UID))
 	} else if !errors.Is(err, db.ErrNotFound) {
-		return nil, false, err
+		return nil, err
 	}
 	app, err := r.Store.GetApplication(ctx, r.DB, tenant.ID, string(depl.UID))
 	if errors.Is(err, db.ErrNotFound) {
 		// The deployment has not been reconciled yet; its next change requeues us.
-		return nil, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	revision := run.Spec.RevisionID
 	if revision == "" {
@@ -187,12 +208,12 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun)
 		return err
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if r.Recorder != nil {
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, EventSyncRequested, "Sync of GitOpsDeployment %s to %q requested", depl.Name, revision)
 	}
-	return depl, true, r.Signal.CRs(ctx, op)
+	return depl, r.Signal.CRs(ctx, op)
 }
 
 // ensureSignalled creates the CR of a waiting operation whose CR an earlier reconcile did
@@ -214,9 +235,8 @@ func (r *Reconciler) ensureSignalled(ctx context.Context, syncOpID string) error
 
 // followDeployment copies the deployment's health and sync status, and reports the outcome
 // of Argo CD's sync operation. Once the sync is requested, an earlier error that held it back
-// (no deployment yet, an automated one, an internal error) is resolved; requested says the
-// sync was requested by this reconcile, whose SyncRequested Event then says so.
-func (r *Reconciler) followDeployment(run *v1.GitOpsDeploymentSyncRun, depl *v1.GitOpsDeployment, requested bool, now metav1.Time) {
+// (no deployment yet, an automated one, an internal error) is resolved, with an Event.
+func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentSyncRun, depl *v1.GitOpsDeployment, now metav1.Time) {
 	run.Status.Health = depl.Status.Health.Status
 	run.Status.SyncStatus = depl.Status.Sync.Status
 	op := depl.Status.OperationState
@@ -225,7 +245,7 @@ func (r *Reconciler) followDeployment(run *v1.GitOpsDeploymentSyncRun, depl *v1.
 		switch op.Phase {
 		case "Succeeded":
 			if r.setCondition(run, v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved, msgSucceeded, now) {
-				r.event(run, corev1.EventTypeNormal, EventSyncSucceeded, msgSucceeded)
+				ev.add(corev1.EventTypeNormal, EventSyncSucceeded, msgSucceeded)
 			}
 			return
 		case "Failed", "Error":
@@ -233,7 +253,7 @@ func (r *Reconciler) followDeployment(run *v1.GitOpsDeploymentSyncRun, depl *v1.
 			if op.Message != "" {
 				msg += ": " + op.Message
 			}
-			r.raise(run, EventSyncFailed, op.Message, msg, now)
+			r.raise(ev, run, EventSyncFailed, op.Message, msg, now)
 			return
 		}
 	}
@@ -241,17 +261,17 @@ func (r *Reconciler) followDeployment(run *v1.GitOpsDeploymentSyncRun, depl *v1.
 	var changed bool
 	run.Status.Conditions, changed = conditions.Resolve(run.Status.Conditions, v1.GitOpsDeploymentSyncRunConditionErrorOccurred,
 		v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved, now)
-	if changed && !requested {
-		r.event(run, corev1.EventTypeNormal, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved),
+	if changed {
+		ev.add(corev1.EventTypeNormal, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved),
 			"The earlier error is resolved; the sync is requested.")
 	}
 }
 
 // raise sets the ErrorOccurred condition to msg, with a Warning Event (eventReason,
 // eventMsg) when the condition changes.
-func (r *Reconciler) raise(run *v1.GitOpsDeploymentSyncRun, eventReason, msg, eventMsg string, now metav1.Time) {
+func (r *Reconciler) raise(ev *transitions, run *v1.GitOpsDeploymentSyncRun, eventReason, msg, eventMsg string, now metav1.Time) {
 	if r.setCondition(run, v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentSyncRunReasonErrorOccurred, msg, now) {
-		r.event(run, corev1.EventTypeWarning, eventReason, eventMsg)
+		ev.add(corev1.EventTypeWarning, eventReason, eventMsg)
 	}
 }
 
@@ -261,12 +281,6 @@ func (r *Reconciler) setCondition(run *v1.GitOpsDeploymentSyncRun, status v1.Git
 	var changed bool
 	run.Status.Conditions, changed = conditions.Set(run.Status.Conditions, v1.GitOpsDeploymentSyncRunConditionErrorOccurred, status, reason, msg, now)
 	return changed
-}
-
-func (r *Reconciler) event(run *v1.GitOpsDeploymentSyncRun, eventType, reason, msg string) {
-	if r.Recorder != nil {
-		r.Recorder.Event(run, eventType, reason, msg)
-	}
 }
 
 // terminate stops the Argo CD sync of a deleted SyncRun, if it still runs.
