@@ -1,7 +1,11 @@
 package argocd
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,7 +21,26 @@ const (
 	SecretTypeRepository      = "repository"
 	LabelManagedEnvironmentID = "managed-gitops.redhat.com/managed-environment-id"
 	LabelRepositoryCredID     = "managed-gitops.redhat.com/repository-credential-id"
+	// AnnotationDataHash holds DataHash of the data the service wrote, so that the sweep can
+	// tell a Secret edited by hand without reading the credentials from the database.
+	AnnotationDataHash = "managed-gitops.redhat.com/data-hash"
 )
+
+// DataHash is a SHA-256 of a Secret's data (keys sorted).
+func DataHash(data map[string][]byte) string {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		// Length-prefixed, so that no two different maps hash alike by concatenation.
+		fmt.Fprintf(h, "%d:%s%d:", len(k), k, len(data[k]))
+		h.Write(data[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
 
 // NormalizeAPIURL is the form in which API URLs are compared: without trailing slashes,
 // which do not change the server a client reaches (spec.apiURL is stored as given). The backend (choosing the
@@ -91,6 +114,7 @@ func ClusterSecret(namespace string, c Cluster) (*corev1.Secret, error) {
 				LabelTenantID:             c.TenantID,
 				LabelManagedEnvironmentID: c.ManagedEnvironmentID,
 			},
+			Annotations: map[string]string{AnnotationDataHash: DataHash(data)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
@@ -140,6 +164,7 @@ func repositorySecret(namespace, name, project string, r Repository) *corev1.Sec
 				LabelTenantID:         r.TenantID,
 				LabelRepositoryCredID: r.RepositoryCredentialID,
 			},
+			Annotations: map[string]string{AnnotationDataHash: DataHash(data)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,

@@ -160,7 +160,7 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		return engine.Identity{}, fmt.Errorf("adding the operation garbage collector: %w", err)
 	}
 	if err := mgr.Add(&sweep.Sweeper{
-		Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Interval: opts.SweepInterval,
+		Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Interval: opts.SweepInterval, Projects: projects,
 	}); err != nil {
 		return engine.Identity{}, fmt.Errorf("adding the sweep: %w", err)
 	}

@@ -82,7 +82,8 @@ func TestSweepDeletesOrphanedApplicationsAndRecreatesMissingOperationCRs(t *test
 
 // TestSweepDeletesOrphanedSecretsAndAppProjects: the service's cluster Secret, repository
 // Secrets and AppProjects whose managed environment, repository credential or tenant has
-// no row are deleted through operations; those with rows stay.
+// no row are deleted through operations; those with rows stay, and are put back when
+// edited by hand.
 func TestSweepDeletesOrphanedSecretsAndAppProjects(t *testing.T) {
 	t.Parallel()
 	e := startAgent(t, true, func(o *agent.Options) { o.SweepInterval = time.Second })
@@ -134,4 +135,29 @@ func TestSweepDeletesOrphanedSecretsAndAppProjects(t *testing.T) {
 	ops, err := e.store.ListOperationsForResource(e.ctx, e.db, db.OperationResourceManagedEnvironment, liveEnv.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ops).To(HaveLen(1), "no sweep operation for an environment with a row")
+
+	// Hand edits: a cluster Secret pointed elsewhere, an AppProject opened to any repository.
+	secret, err := e.secret(argocd.ClusterSecretName(liveEnv.ID))
+	g.Expect(err).NotTo(HaveOccurred())
+	wantServer := string(secret.Data["server"])
+	secret.Data["server"] = []byte("https://attacker.example.com")
+	g.Expect(e.c.Update(e.ctx, secret)).To(Succeed())
+	project := &argov1alpha1.AppProject{}
+	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: argocd.RemoteAppProjectName(tenant.ID)}, project)).To(Succeed())
+	wantRepos := project.Spec.SourceRepos
+	project.Spec.SourceRepos = []string{"*"}
+	g.Expect(e.c.Update(e.ctx, project)).To(Succeed())
+
+	g.Eventually(func() (string, error) {
+		s, err := e.secret(argocd.ClusterSecretName(liveEnv.ID))
+		if err != nil {
+			return "", err
+		}
+		return string(s.Data["server"]), nil
+	}, timeout, interval).Should(Equal(wantServer), "the cluster Secret is restored")
+	g.Eventually(func() ([]string, error) {
+		p := &argov1alpha1.AppProject{}
+		err := e.c.Get(e.ctx, client.ObjectKeyFromObject(project), p)
+		return p.Spec.SourceRepos, err
+	}, timeout, interval).Should(Equal(wantRepos), "the AppProject is restored")
 }

@@ -13,6 +13,7 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/uptrace/bun"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
@@ -119,31 +120,52 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 			continue
 		}
 		kept = append(kept, project.Name)
-		if p.upToDate(ctx, project) {
-			continue
-		}
-		if err := ssa.Apply(ctx, p.Client, project); err != nil {
-			return nil, fmt.Errorf("applying AppProject %s: %w", project.Name, err)
+		if err := p.write(ctx, project); err != nil {
+			return nil, err
 		}
 	}
 	return kept, nil
 }
 
-// upToDate reports whether the cached AppProject already says what want says, so that an
-// Application change costs no AppProject write in the common case.
-func (p *Projects) upToDate(ctx context.Context, want *argov1alpha1.AppProject) bool {
+// write makes the AppProject say what want says, writing only when it does not. A project
+// that exists gets its whole spec replaced: server-side apply would keep fields someone
+// else added by hand (a "*" in sourceRepos), which must go.
+func (p *Projects) write(ctx context.Context, want *argov1alpha1.AppProject) error {
 	have := &argov1alpha1.AppProject{}
-	if err := p.Client.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
-		return false
+	err := p.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := ssa.Apply(ctx, p.Client, want); err != nil {
+			return fmt.Errorf("applying AppProject %s: %w", want.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading AppProject %s: %w", want.Name, err)
+	case upToDate(have, want):
+		return nil
 	}
+	have.Spec = want.Spec
+	if have.Labels == nil {
+		have.Labels = map[string]string{}
+	}
+	for k, v := range want.Labels {
+		have.Labels[k] = v
+	}
+	if err := p.Client.Update(ctx, have, client.FieldOwner(argocd.FieldManager)); err != nil {
+		return fmt.Errorf("updating AppProject %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// upToDate reports whether the AppProject already says what want says, so that an
+// Application change costs no AppProject write in the common case.
+func upToDate(have, want *argov1alpha1.AppProject) bool {
 	for k, v := range want.Labels {
 		if have.Labels[k] != v {
 			return false
 		}
 	}
-	return equality.Semantic.DeepEqual(have.Spec.SourceRepos, want.Spec.SourceRepos) &&
-		equality.Semantic.DeepEqual(have.Spec.Destinations, want.Spec.Destinations) &&
-		equality.Semantic.DeepEqual(have.Spec.ClusterResourceWhitelist, want.Spec.ClusterResourceWhitelist)
+	return equality.Semantic.DeepEqual(have.Spec, want.Spec)
 }
 
 // inCluster is the project destination of an Application destination on Argo CD's own

@@ -73,10 +73,14 @@ var (
 		Name: "gitops_cluster_agent_sweep_runs_total",
 		Help: "Runs of the periodic sweep.",
 	})
+	restoredTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gitops_cluster_agent_sweep_restored_total",
+		Help: "Cluster and repository Secrets changed by hand whose restoring the periodic sweep signalled.",
+	})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(removedTotal, runsTotal)
+	ctrlmetrics.Registry.MustRegister(removedTotal, runsTotal, restoredTotal)
 }
 
 // Store is the part of the database the sweep uses.
@@ -109,6 +113,13 @@ type Sweeper struct {
 	// GCExpirationSeconds is the retention of the deletion operations the sweep creates
 	// (default DefaultGCExpirationSeconds).
 	GCExpirationSeconds int
+	// Projects, when set, makes each tenant's AppProjects match the rows (undoing hand edits).
+	Projects ProjectEnsurer
+}
+
+// ProjectEnsurer makes a tenant's AppProjects match the rows (argoapp.Projects).
+type ProjectEnsurer interface {
+	Ensure(ctx context.Context, tenantID string, gone ...string) ([]string, error)
 }
 
 var (
@@ -136,6 +147,15 @@ func (s *Sweeper) Start(ctx context.Context) error {
 // Result counts what one run did.
 type Result struct {
 	Applications, ClusterSecrets, RepositorySecrets, AppProjects, OperationCRs, Skipped int
+	// Restored counts Secrets changed by hand whose restoring was signalled.
+	Restored int
+}
+
+func sweepFinding(ownerTenantID string, resourceType db.OperationResourceType) string {
+	if ownerTenantID == "" {
+		return "orphaned " + string(resourceType)
+	}
+	return string(resourceType) + " changed by hand"
 }
 
 // Run sweeps once.
@@ -149,9 +169,11 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 		KindRepositorySecret: res.RepositorySecrets, KindAppProject: res.AppProjects, KindOperationCR: res.OperationCRs} {
 		removedTotal.WithLabelValues(kind).Add(float64(n))
 	}
+	restoredTotal.Add(float64(res.Restored))
 	ctrl.LoggerFrom(ctx).Info("Swept orphans", "applicationsDeleted", res.Applications,
 		"clusterSecretsDeleted", res.ClusterSecrets, "repositorySecretsDeleted", res.RepositorySecrets,
-		"appProjectsDeleted", res.AppProjects, "operationCRsRecreated", res.OperationCRs, "skipped", res.Skipped)
+		"appProjectsDeleted", res.AppProjects, "secretsRestored", res.Restored,
+		"operationCRsRecreated", res.OperationCRs, "skipped", res.Skipped)
 	return res, errors.Join(errApps, errObjs, errOps)
 }
 
@@ -203,11 +225,11 @@ func (s *Sweeper) sweepApplications(ctx context.Context, res *Result) error {
 }
 
 // sweepCredentialsAndProjects signals the deletion of the service's cluster Secrets,
-// repository Secrets and AppProjects whose row is gone. Only metadata is read: the
-// Secrets' data never leaves the API server.
+// repository Secrets and AppProjects whose row is gone, and puts back those changed by
+// hand: a Secret whose data no longer matches the hash the agent wrote gets an operation of
+// its kind (the handler applies it again), and each AppProject is made to match the rows.
 func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result) error {
-	secrets := &metav1.PartialObjectMetadataList{}
-	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	secrets := &corev1.SecretList{}
 	if err := s.APIReader.List(ctx, secrets, client.InNamespace(s.Identity.Namespace),
 		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue}); err != nil {
 		return fmt.Errorf("listing Secrets: %w", err)
@@ -218,27 +240,61 @@ func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result) 
 		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue}); err != nil {
 		return fmt.Errorf("listing AppProjects: %w", err)
 	}
-	clusters, repos, tenants := map[string]string{}, map[string]string{}, map[string]string{}
-	for _, sec := range secrets.Items {
+	clusters, repos, tenants := map[string]object{}, map[string]object{}, map[string]object{}
+	for i := range secrets.Items {
+		sec := &secrets.Items[i]
+		o := object{name: sec.Name, tenantID: sec.Labels[argocd.LabelTenantID], drifted: drifted(sec)}
 		switch sec.Labels[argocd.LabelSecretType] {
 		case argocd.SecretTypeCluster:
-			clusters[sec.Labels[argocd.LabelManagedEnvironmentID]] = sec.Name
+			clusters[sec.Labels[argocd.LabelManagedEnvironmentID]] = o
 		case argocd.SecretTypeRepository:
-			repos[sec.Labels[argocd.LabelRepositoryCredID]] = sec.Name
+			id := sec.Labels[argocd.LabelRepositoryCredID]
+			o.drifted = o.drifted || repos[id].drifted // two Secrets per credential
+			repos[id] = o
 		}
 	}
 	for _, p := range projects.Items {
-		tenants[p.Labels[argocd.LabelTenantID]] = p.Name
+		id := p.Labels[argocd.LabelTenantID]
+		tenants[id] = object{name: p.Name, tenantID: id}
 	}
-	return errors.Join(
+	errs := []error{
 		s.signalOrphans(ctx, db.OperationResourceManagedEnvironment, clusters, s.Store.ExistingManagedEnvironmentIDs, &res.ClusterSecrets, res),
 		s.signalOrphans(ctx, db.OperationResourceRepositoryCredential, repos, s.Store.ExistingRepositoryCredentialIDs, &res.RepositorySecrets, res),
-		s.signalOrphans(ctx, db.OperationResourceAppProject, tenants, s.Store.ExistingTenantIDs, &res.AppProjects, res))
+		s.signalOrphans(ctx, db.OperationResourceAppProject, tenants, s.Store.ExistingTenantIDs, &res.AppProjects, res),
+	}
+	if s.Projects != nil {
+		for id, o := range tenants {
+			if !o.live {
+				continue
+			}
+			if _, err := s.Projects.Ensure(ctx, id); err != nil {
+				errs = append(errs, fmt.Errorf("making AppProject %s match the rows: %w", o.name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// object is an Argo CD object of the service found by the sweep, by row id.
+type object struct {
+	name, tenantID string
+	// drifted: its data differs from what the agent wrote.
+	drifted bool
+	// live: its row exists (set by signalOrphans).
+	live bool
+}
+
+// drifted says whether a Secret's data is no longer what the agent wrote (Secrets written
+// before the hash annotation existed are not judged).
+func drifted(sec *corev1.Secret) bool {
+	want, ok := sec.Annotations[argocd.AnnotationDataHash]
+	return ok && argocd.DataHash(sec.Data) != want
 }
 
 // signalOrphans signals the deletion of the objects (by row id) whose row exists says is
-// gone, counting them in count.
-func (s *Sweeper) signalOrphans(ctx context.Context, resourceType db.OperationResourceType, objects map[string]string,
+// gone, counting them in count, and an update of those with a row whose data drifted. It
+// marks the others live.
+func (s *Sweeper) signalOrphans(ctx context.Context, resourceType db.OperationResourceType, objects map[string]object,
 	exists func(context.Context, bun.IDB, string, []string) (map[string]bool, error), count *int, res *Result) error {
 	var ids []string
 	for id := range objects {
@@ -257,27 +313,47 @@ func (s *Sweeper) signalOrphans(ctx context.Context, resourceType db.OperationRe
 			return fmt.Errorf("checking which %s objects have rows: %w", resourceType, err)
 		}
 		for _, id := range chunk {
-			if found[id] {
+			o := objects[id]
+			owner, what := "", "Deleting an object without a row"
+			switch {
+			case found[id] && !o.drifted:
+				o.live = true
+				objects[id] = o
 				continue
+			case found[id]:
+				// The handler applies the row's credentials again; it needs the tenant.
+				owner, what = o.tenantID, "Restoring an object changed by hand"
+				o.live = true
+				objects[id] = o
 			}
-			signalled, err := s.signalDeletion(ctx, resourceType, id)
+			signalled, err := s.signal(ctx, resourceType, id, owner)
 			if err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Signalling the deletion of an orphan failed", "object", objects[id])
+				ctrl.LoggerFrom(ctx).Error(err, "Signalling an operation for an object failed", "object", o.name)
 				res.Skipped++
 				continue
 			}
 			if signalled {
-				ctrl.LoggerFrom(ctx).Info("Deleting an object without a row", "object", objects[id], "resourceType", resourceType)
-				*count++
+				ctrl.LoggerFrom(ctx).Info(what, "object", o.name, "resourceType", resourceType)
+				if owner == "" {
+					*count++
+				} else {
+					res.Restored++
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// signalDeletion writes an operation for the row-less resource (unless one is already
-// pending: its handler deletes the object) and creates its CR.
+// signalDeletion signals an operation for a resource without a row: its handler deletes
+// the object.
 func (s *Sweeper) signalDeletion(ctx context.Context, resourceType db.OperationResourceType, id string) (bool, error) {
+	return s.signal(ctx, resourceType, id, "")
+}
+
+// signal writes an operation for the resource (unless one is already pending) and creates
+// its CR. Without an owner tenant the handler deletes the object; with one it applies it.
+func (s *Sweeper) signal(ctx context.Context, resourceType db.OperationResourceType, id, ownerTenantID string) (bool, error) {
 	ops, err := s.Store.ListOperationsForResource(ctx, s.DB, resourceType, id)
 	if err != nil {
 		return false, err
@@ -294,8 +370,8 @@ func (s *Sweeper) signalDeletion(ctx context.Context, resourceType db.OperationR
 		gcSeconds = DefaultGCExpirationSeconds
 	}
 	op := &db.Operation{
-		EngineInstanceID: s.Identity.InstanceID, ResourceType: resourceType, ResourceID: id,
-		HumanReadableState: fmt.Sprintf("waiting for the cluster-agent (orphaned %s found by the sweep)", resourceType), GCExpirationSeconds: gcSeconds,
+		EngineInstanceID: s.Identity.InstanceID, ResourceType: resourceType, ResourceID: id, OwnerTenantID: ownerTenantID,
+		HumanReadableState: fmt.Sprintf("waiting for the cluster-agent (%s found by the sweep)", sweepFinding(ownerTenantID, resourceType)), GCExpirationSeconds: gcSeconds,
 	}
 	if err := s.Store.CreateOperation(ctx, s.DB, op); err != nil {
 		return false, err
