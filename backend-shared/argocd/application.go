@@ -40,6 +40,11 @@ const (
 	retryBackoffMaxDuration              = "3m"
 )
 
+// MessageResourcesMayRemain ends the state of an Application deletion whose Argo CD
+// finalizer had to be removed before Argo CD pruned everything; the resources it still
+// listed follow it. The backend shows it to the user.
+const MessageResourcesMayRemain = "resources it deployed may remain"
+
 // ApplicationName is the Argo CD Application name of a GitOpsDeployment.
 func ApplicationName(gitopsDeploymentUID types.UID) string {
 	return "gitopsdepl-" + string(gitopsDeploymentUID)

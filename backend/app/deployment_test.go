@@ -363,6 +363,40 @@ func TestFinalizerHoldsTheDeploymentUntilTheApplicationIsGone(t *testing.T) {
 	h.g.Eventually(func() bool {
 		return apierrors.IsNotFound(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(depl), &v1.GitOpsDeployment{}))
 	}, eventually, poll).Should(BeTrue())
+	h.g.Expect(h.events(depl)).NotTo(ContainElement(HavePrefix("Warning ResourcesMayRemain")), "Argo CD pruned everything")
+}
+
+func TestFinalizedDeploymentReportsResourcesThatMayRemain(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("app", v1.GitOpsDeploymentSpecTypeAutomated, func(d *v1.GitOpsDeployment) {
+		d.Finalizers = []string{v1.FinalizerResourcesFinalizer}
+	})
+	h.application(depl.UID)
+	for _, op := range h.operations(db.OperationResourceApplication, string(depl.UID)) {
+		h.finish(op)
+	}
+	h.g.Expect(cp.Client.Delete(h.ctx, depl)).To(Succeed())
+	var deletion db.Operation
+	h.g.Eventually(func() []db.Operation {
+		ops := h.operations(db.OperationResourceApplication, string(depl.UID))
+		if len(ops) > 0 {
+			deletion = ops[0]
+		}
+		return ops
+	}, eventually, poll).Should(HaveLen(2))
+
+	// The cluster-agent had to remove Argo CD's finalizer.
+	state := "Argo CD Application x deleted, but Argo CD did not finish pruning its resources within 5m0s, so its finalizer was removed: " +
+		argocd.MessageResourcesMayRemain + ": ConfigMap " + h.tenant + "/settings"
+	_, err := h.store.UpdateOperationState(h.ctx, h.db, deletion.EngineInstanceID, deletion.ID, db.OperationCompleted, state)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(notify.PublishOperationChanged(h.ctx, h.db, deletion.ID)).To(Succeed())
+
+	h.g.Eventually(func() bool {
+		return apierrors.IsNotFound(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(depl), &v1.GitOpsDeployment{}))
+	}, eventually, poll).Should(BeTrue())
+	h.g.Expect(h.events(depl)).To(ContainElement("Warning ResourcesMayRemain " + state))
 }
 
 func TestRecreatingANameGivesCleanIncarnations(t *testing.T) {

@@ -76,7 +76,14 @@ func TestApplicationLifecycle(t *testing.T) {
 	}
 
 	// Delete: the row goes, and an operation for the missing row follows. No Argo CD runs
-	// here, so its finalizer stays and the deletion timeout removes it.
+	// here, so its finalizer stays and the deletion timeout removes it; what Argo CD last
+	// listed is named as what may remain.
+	e.argoUpdate(name, func(a *argov1alpha1.Application) {
+		a.Status.Resources = []argov1alpha1.ResourceStatus{
+			{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "settings"},
+			{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "reader"},
+		}
+	})
 	g.Expect(e.store.DeleteApplication(e.ctx, e.db, tenant.ID, row.ID)).To(Succeed())
 	del := e.signal(db.OperationResourceApplication, row.ID, tenant.ID)
 	g.Eventually(func(g Gomega) {
@@ -89,6 +96,7 @@ func TestApplicationLifecycle(t *testing.T) {
 	op = e.completed(del.ID)
 	g.Expect(time.Since(start)).To(BeNumerically(">", time.Second), "the agent waited for Argo CD before forcing")
 	g.Expect(op.HumanReadableState).To(ContainSubstring("did not finish pruning its resources within 3s, so its finalizer was removed"))
+	g.Expect(op.HumanReadableState).To(HaveSuffix(argocd.MessageResourcesMayRemain + ": ConfigMap team-a/settings, ClusterRole reader"))
 	err = e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &argov1alpha1.Application{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Application is gone: %v", err)
 	g.Eventually(func() bool {

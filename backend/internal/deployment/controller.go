@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
@@ -175,10 +178,13 @@ func (r *Reconciler) finalize(ctx context.Context, depl *v1.GitOpsDeployment) (c
 	if err := r.removeByName(ctx, depl.Namespace, depl.Name, ""); err != nil {
 		return ctrl.Result{}, err
 	}
-	done, err := r.applicationGone(ctx, string(depl.UID))
+	done, leftovers, err := r.applicationGone(ctx, string(depl.UID))
 	if err != nil || !done {
 		// Not done: the operation_changed notification of the deletion requeues us.
 		return ctrl.Result{}, err
+	}
+	if leftovers != "" && r.Recorder != nil {
+		r.Recorder.Event(depl, corev1.EventTypeWarning, EventResourcesMayRemain, leftovers)
 	}
 	patch := client.MergeFrom(depl.DeepCopy())
 	controllerutil.RemoveFinalizer(depl, v1.FinalizerResourcesFinalizer)
@@ -186,18 +192,23 @@ func (r *Reconciler) finalize(ctx context.Context, depl *v1.GitOpsDeployment) (c
 }
 
 // applicationGone reports whether every operation about the application has finished, i.e.
-// the cluster-agent has removed the Argo CD Application.
-func (r *Reconciler) applicationGone(ctx context.Context, applicationID string) (bool, error) {
+// the cluster-agent has removed the Argo CD Application, and, when the agent had to remove
+// it before Argo CD pruned everything, the agent's account of what may remain.
+func (r *Reconciler) applicationGone(ctx context.Context, applicationID string) (bool, string, error) {
 	ops, err := r.Store.ListOperationsForResource(ctx, r.DB, db.OperationResourceApplication, applicationID)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
+	leftovers := ""
 	for _, op := range ops {
 		if !op.State.Finished() {
-			return false, nil
+			return false, "", nil
+		}
+		if leftovers == "" && strings.Contains(op.HumanReadableState, argocd.MessageResourcesMayRemain) {
+			leftovers = op.HumanReadableState
 		}
 	}
-	return true, nil
+	return true, leftovers, nil
 }
 
 // specOrLifecycleChanged passes creations, deletions and updates that change the spec

@@ -16,6 +16,9 @@ const (
 	EventSyncStatusChanged   = "SyncStatusChanged"
 	EventHealthStatusChanged = "HealthStatusChanged"
 	EventSyncOperation       = "SyncOperation"
+	// EventResourcesMayRemain: the Argo CD Application was removed before Argo CD pruned
+	// everything it deployed (the message lists what it last listed).
+	EventResourcesMayRemain = "ResourcesMayRemain"
 )
 
 // recordTransitions records an Event for every user-visible change from before to the

@@ -109,7 +109,7 @@ func (a *Applications) delete(ctx context.Context, t operation.Target) (operatio
 		}
 	}
 	tenantID := t.TenantID
-	var waiting, forced []string
+	var waiting, forced, leftovers []string
 	remaining := a.poll()
 	for i := range apps {
 		app := &apps[i]
@@ -129,6 +129,7 @@ func (a *Applications) delete(ctx context.Context, t operation.Target) (operatio
 		}
 		if wasForced {
 			forced = append(forced, app.Name)
+			leftovers = append(leftovers, resourceNames(app.Status.Resources)...)
 			continue
 		}
 		waiting = append(waiting, app.Name)
@@ -144,8 +145,12 @@ func (a *Applications) delete(ctx context.Context, t operation.Target) (operatio
 		}
 	}
 	if len(forced) > 0 {
-		return operation.Completed(fmt.Sprintf("Argo CD Application %s deleted, but Argo CD did not finish pruning its resources within %s, "+
-			"so its finalizer was removed: resources it deployed may remain", strings.Join(forced, ", "), a.DeletionTimeout)), nil
+		msg := fmt.Sprintf("Argo CD Application %s deleted, but Argo CD did not finish pruning its resources within %s, "+
+			"so its finalizer was removed: %s", strings.Join(forced, ", "), a.DeletionTimeout, argocd.MessageResourcesMayRemain)
+		if len(leftovers) > 0 {
+			msg += ": " + summarize(leftovers, maxListedLeftovers)
+		}
+		return operation.Completed(msg), nil
 	}
 	return operation.Completed(fmt.Sprintf("Argo CD Application %s deleted", argocd.ApplicationName(types.UID(t.ResourceID)))), nil
 }
@@ -241,4 +246,29 @@ func apiMessage(err error) string {
 		return status.Status().Message
 	}
 	return err.Error()
+}
+
+// maxListedLeftovers bounds the resources named in an operation's state.
+const maxListedLeftovers = 10
+
+// resourceNames names the resources Argo CD last listed for an Application
+// ("Kind namespace/name", or "Kind name" for cluster-scoped ones).
+func resourceNames(resources []argov1alpha1.ResourceStatus) []string {
+	names := make([]string, 0, len(resources))
+	for _, r := range resources {
+		if r.Namespace == "" {
+			names = append(names, r.Kind+" "+r.Name)
+		} else {
+			names = append(names, r.Kind+" "+r.Namespace+"/"+r.Name)
+		}
+	}
+	return names
+}
+
+// summarize joins the first limit names and says how many more there are.
+func summarize(names []string, limit int) string {
+	if len(names) <= limit {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s (and %d more)", strings.Join(names[:limit], ", "), len(names)-limit)
 }
