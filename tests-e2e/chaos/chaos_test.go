@@ -83,7 +83,8 @@ func TestChaos(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	c := s.ControlPlane.Client
 
-	w := &world{c: c, rng: rng, deployments: map[client.ObjectKey]*v1.GitOpsDeployment{}, envs: map[client.ObjectKey]bool{}}
+	w := &world{c: c, rng: rng, deployments: map[client.ObjectKey]*v1.GitOpsDeployment{}, envs: map[client.ObjectKey]bool{},
+		synced: map[client.ObjectKey]bool{}}
 	for i := range *tenants {
 		ns := fmt.Sprintf("chaos-%d", i)
 		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
@@ -149,6 +150,7 @@ type world struct {
 	namespaces  []string
 	deployments map[client.ObjectKey]*v1.GitOpsDeployment
 	envs        map[client.ObjectKey]bool
+	synced      map[client.ObjectKey]bool
 	done        map[string]int
 	next        int
 }
@@ -242,16 +244,20 @@ func (w *world) deleteDeployment(ctx context.Context) error {
 }
 
 func (w *world) syncRun(ctx context.Context) error {
+	// One SyncRun per deployment: without Argo CD here, a sync operation never finishes,
+	// and a second sync would wait for it forever.
 	var manual []client.ObjectKey
 	for key, d := range w.deployments {
-		if d.Spec.Type == v1.GitOpsDeploymentSpecTypeManual {
+		if d.Spec.Type == v1.GitOpsDeploymentSpecTypeManual && !w.synced[key] {
 			manual = append(manual, key)
 		}
 	}
 	if len(manual) == 0 {
 		return nil
 	}
+	sortKeys(manual)
 	key := manual[w.rng.IntN(len(manual))]
+	w.synced[key] = true
 	run := &v1.GitOpsDeploymentSyncRun{
 		ObjectMeta: metav1.ObjectMeta{Name: "s-" + strconv.Itoa(w.next), Namespace: key.Namespace},
 		Spec:       v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: key.Name, RevisionID: "main"},
@@ -377,7 +383,12 @@ func (w *world) consistent(ctx context.Context, g Gomega, s *stack.Stack) {
 	g.Expect(count("SELECT count(*) FROM applications")).To(Equal(len(live.Items)), "application rows")
 	g.Expect(count("SELECT count(*) FROM deployment_application_mappings")).To(Equal(len(live.Items)), "deployment mappings")
 	g.Expect(count("SELECT count(*) FROM managed_environments")).To(Equal(len(w.envs)), "managed environment rows")
-	g.Expect(count("SELECT count(*) FROM operations WHERE state IN ('Waiting', 'In_Progress')")).To(BeZero(), "unfinished operations")
+	rows, err := conn.Query(ctx, `SELECT resource_type || ' ' || resource_id || ' ' || state || ' (' || human_readable_state || ') created ' ||
+		date_trunc('second', now() - created_at)::text || ' ago' FROM operations WHERE state IN ('Waiting', 'In_Progress') ORDER BY created_at`)
+	g.Expect(err).NotTo(HaveOccurred())
+	unfinished, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(unfinished).To(BeEmpty(), "unfinished operations")
 }
 
 // faultLog counts the faults injected, by kind.
