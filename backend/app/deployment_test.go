@@ -336,9 +336,10 @@ func TestDeletionWithoutFinalizerRemovesTheApplication(t *testing.T) {
 	}, eventually, poll).Should(Succeed())
 }
 
-func TestFinalizerHoldsTheDeploymentUntilTheApplicationIsGone(t *testing.T) {
-	t.Parallel()
-	h := startBackend(t)
+// deleteWithFinalizer creates a deployment with the resources finalizer, lets its
+// Application be created, deletes it and returns the operation that deletes the Application.
+func (h *harness) deleteWithFinalizer() (*v1.GitOpsDeployment, db.Operation) {
+	h.t.Helper()
 	depl := h.newDeployment("app", v1.GitOpsDeploymentSpecTypeAutomated, func(d *v1.GitOpsDeployment) {
 		d.Finalizers = []string{v1.FinalizerResourcesFinalizer}
 	})
@@ -346,7 +347,6 @@ func TestFinalizerHoldsTheDeploymentUntilTheApplicationIsGone(t *testing.T) {
 	for _, op := range h.operations(db.OperationResourceApplication, string(depl.UID)) {
 		h.finish(op)
 	}
-
 	h.g.Expect(cp.Client.Delete(h.ctx, depl)).To(Succeed())
 	var deletion db.Operation
 	h.g.Eventually(func() []db.Operation {
@@ -356,6 +356,13 @@ func TestFinalizerHoldsTheDeploymentUntilTheApplicationIsGone(t *testing.T) {
 		}
 		return ops
 	}, eventually, poll).Should(HaveLen(2))
+	return depl, deletion
+}
+
+func TestFinalizerHoldsTheDeploymentUntilTheApplicationIsGone(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl, deletion := h.deleteWithFinalizer()
 	h.g.Consistently(func() error { return cp.Client.Get(h.ctx, client.ObjectKeyFromObject(depl), &v1.GitOpsDeployment{}) },
 		time.Second, poll).Should(Succeed(), "held by the finalizer while the Application is deleted")
 
@@ -369,22 +376,7 @@ func TestFinalizerHoldsTheDeploymentUntilTheApplicationIsGone(t *testing.T) {
 func TestFinalizedDeploymentReportsResourcesThatMayRemain(t *testing.T) {
 	t.Parallel()
 	h := startBackend(t)
-	depl := h.newDeployment("app", v1.GitOpsDeploymentSpecTypeAutomated, func(d *v1.GitOpsDeployment) {
-		d.Finalizers = []string{v1.FinalizerResourcesFinalizer}
-	})
-	h.application(depl.UID)
-	for _, op := range h.operations(db.OperationResourceApplication, string(depl.UID)) {
-		h.finish(op)
-	}
-	h.g.Expect(cp.Client.Delete(h.ctx, depl)).To(Succeed())
-	var deletion db.Operation
-	h.g.Eventually(func() []db.Operation {
-		ops := h.operations(db.OperationResourceApplication, string(depl.UID))
-		if len(ops) > 0 {
-			deletion = ops[0]
-		}
-		return ops
-	}, eventually, poll).Should(HaveLen(2))
+	depl, deletion := h.deleteWithFinalizer()
 
 	// The cluster-agent had to remove Argo CD's finalizer.
 	state := "Argo CD Application x deleted, but Argo CD did not finish pruning its resources within 5m0s, so its finalizer was removed: " +
