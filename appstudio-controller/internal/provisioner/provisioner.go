@@ -48,17 +48,25 @@ const (
 
 // Names returns the namespace and DeploymentTarget names provisioned for a claim.
 func Names(dtc *appstudio.DeploymentTargetClaim) (namespace, target string) {
+	h := ClaimHash(dtc)
+	return truncate(dtc.Namespace, 40) + "-dt-" + h, ClaimName(dtc) + "-dt-" + h
+}
+
+// ClaimHash is a short hash of a claim's UID that makes the names of the objects
+// provisioned for it unique (shared by the provisioners).
+func ClaimHash(dtc *appstudio.DeploymentTargetClaim) string {
 	sum := sha256.Sum256([]byte(dtc.UID))
-	h := hex.EncodeToString(sum[:])[:10]
-	prefix := dtc.Namespace
-	if len(prefix) > 40 {
-		prefix = prefix[:40]
+	return hex.EncodeToString(sum[:])[:10]
+}
+
+// ClaimName is the claim's name, cut to leave room for a suffix and ClaimHash.
+func ClaimName(dtc *appstudio.DeploymentTargetClaim) string { return truncate(dtc.Name, 200) }
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
 	}
-	name := dtc.Name
-	if len(name) > 200 {
-		name = name[:200]
-	}
-	return prefix + "-dt-" + h, name + "-dt-" + h
+	return s
 }
 
 // ClaimReconciler provisions DeploymentTargets for claims.

@@ -16,8 +16,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -35,6 +33,7 @@ import (
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	toolchain "github.com/gitops-service/gitops-service/api/toolchain/v1alpha1"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/provisioner"
 )
 
 // Name is the provisioner name a DeploymentTargetClass sets in spec.provisioner to use it.
@@ -78,12 +77,7 @@ const (
 
 // Names returns the SpaceRequest and DeploymentTarget names provisioned for a claim.
 func Names(dtc *appstudio.DeploymentTargetClaim) (spaceRequest, target string) {
-	sum := sha256.Sum256([]byte(dtc.UID))
-	h := hex.EncodeToString(sum[:])[:10]
-	name := dtc.Name
-	if len(name) > 200 {
-		name = name[:200]
-	}
+	name, h := provisioner.ClaimName(dtc), provisioner.ClaimHash(dtc)
 	return name + "-sr-" + h, name + "-dt-" + h
 }
 
