@@ -38,7 +38,7 @@ func (cp *ControlPlane) RunManager(t testing.TB, namespaces []string,
 	skip := true
 	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
 		Scheme:                 cp.Scheme,
-		Logger:                 testr.NewWithInterface(t, testr.Options{}),
+		Logger:                 testr.NewWithInterface(logUntilCleanup(t), testr.Options{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultNamespaces: defaults},
@@ -64,4 +64,33 @@ func (cp *ControlPlane) RunManager(t testing.TB, namespaces []string,
 		cancel()
 		wg.Wait()
 	})
+}
+
+// testLog passes log lines to the test until its cleanup has run. A stopping manager
+// still logs from goroutines it does not wait for, and testing panics on a Log call
+// made after the test has completed.
+type testLog struct {
+	t    testing.TB
+	mu   sync.Mutex
+	done bool
+}
+
+func logUntilCleanup(t testing.TB) *testLog {
+	l := &testLog{t: t}
+	t.Cleanup(func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.done = true
+	})
+	return l
+}
+
+func (l *testLog) Helper() { l.t.Helper() }
+
+func (l *testLog) Log(args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Log(args...)
+	}
 }
