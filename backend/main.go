@@ -5,7 +5,7 @@
 //	backend [flags]               run the controllers
 //	backend migrate [flags]       apply (or with --down N, revert) database migrations
 //	backend rotate-keys [flags]   re-encrypt credentials with the primary key
-//	backend engine-instances ...  list, register, weigh, drain and deregister engine instances
+//	backend engine-instances ...  list, register, weigh, drain, deregister and simulate engine instances
 package main
 
 import (

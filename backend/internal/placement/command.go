@@ -1,19 +1,20 @@
 // Package placement is the operator's side of tenant placement: the `backend
 // engine-instances` subcommand, which registers, re-weights, drains and deregisters GitOps
-// engine instances. Placement itself (consistent hashing with bounded loads) is
-// tenancy.BoundedLoad.
+// engine instances, and simulates placement. Placement itself (consistent hashing with
+// bounded loads) and the rebalancing plan are tenancy.BoundedLoad.
 //
-// Only NEW tenants are placed: draining, re-weighting or adding instances does not move
-// tenants already placed, and moving tenants between instances is not implemented, so an
-// instance can be deregistered only once it has no tenants.
+// An instance can be deregistered only once it has no tenants: drain it and the backend's
+// rebalancer (internal/rebalance) moves them.
 package placement
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"text/tabwriter"
 
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 )
 
 // MaxWeight is the largest capacity weight the command accepts (100 is a standard
@@ -41,12 +43,17 @@ const Usage = `usage: backend engine-instances VERB [flags] [args]
   drain ID                                        place no new tenants on the instance
   undrain ID                                      place new tenants on it again
   deregister ID                                   delete the instance; refused while tenants are
-                                                  placed on it (drain it first). Stop its
+                                                  placed on it (drain it first: the backend's
+                                                  rebalancer then moves them). Stop its
                                                   cluster-agent first: an agent registers its
                                                   instance again when it starts.
+  simulate [--instances N] [--tenants T] [--epsilon E] [--json]
+                                                  place T tenants on N equal instances, add one
+                                                  instance, drain one, and print the loads and
+                                                  the tenants moved (no database)
 
-Weights are relative; 100 (the default) is a standard instance. Tenants already placed are
-never moved. Database flags (--database-url, ...) go after the verb.`
+Weights are relative; 100 (the default) is a standard instance. Database flags
+(--database-url, ...) go after the verb.`
 
 // Command is `backend engine-instances`.
 type Command struct {
@@ -74,7 +81,9 @@ func (c *Command) Run(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	}
 	verb, args := args[0], args[1:]
 	var namespace, cluster, namespaceUID, kubeconfig string
-	var weight int
+	var weight, instances, tenants int
+	var epsilon float64
+	var asJSON bool
 	positional := 1
 	switch verb {
 	case "list":
@@ -89,6 +98,12 @@ func (c *Command) Run(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	case "set-weight":
 		positional = 2
 	case "drain", "undrain", "deregister":
+	case "simulate":
+		positional = 0
+		fs.IntVar(&instances, "instances", 10, "Engine instances of equal weight (2 to 1000).")
+		fs.IntVar(&tenants, "tenants", 10000, "Tenants placed one after the other (1 to 1000000).")
+		fs.Float64Var(&epsilon, "epsilon", tenancy.DefaultEpsilon, "ε: how far above its weighted share an instance may go.")
+		fs.BoolVar(&asJSON, "json", false, "Print one JSON object instead of a table.")
 	default:
 		return usageErrorf("unknown verb %q\n%s", verb, Usage)
 	}
@@ -113,6 +128,15 @@ func (c *Command) Run(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	fs.Visit(func(f *flag.Flag) { weightSet = weightSet || f.Name == "weight" })
 	if weight < 0 || weight > MaxWeight {
 		return usageErrorf("weight %d is outside 0..%d", weight, MaxWeight)
+	}
+	if verb == "simulate" {
+		if instances < 2 || instances > 1000 || tenants < 1 || tenants > 1000000 {
+			return usageErrorf("simulate needs 2 to 1000 instances and 1 to 1000000 tenants")
+		}
+		if !(epsilon > 0) || math.IsInf(epsilon, 1) {
+			return usageErrorf("epsilon %v is not a positive number", epsilon)
+		}
+		return c.simulate(instances, tenants, epsilon, asJSON)
 	}
 	if verb == "register" {
 		if namespace == "" || cluster == "" {
@@ -196,7 +220,7 @@ func Deregister(ctx context.Context, idb bun.IDB, store *db.Store, id string) er
 	var placed *db.TenantsPlacedError
 	if errors.As(err, &placed) {
 		return fmt.Errorf("%w: drain it first (`backend engine-instances drain %s`) so that no new tenant is placed on it, "+
-			"and deregister it once its tenants are gone; moving tenants to another instance is not implemented", err, id)
+			"and deregister it once the backend's rebalancer has moved its tenants to other instances", err, id)
 	}
 	return err
 }
@@ -214,6 +238,23 @@ func (c *Command) update(ctx context.Context, idb bun.IDB, id string, change fun
 		_, err = fmt.Fprintf(c.Out, "engine instance %s: weight %d, %s\n", ei.ID, ei.CapacityWeight, ei.State)
 		return err
 	})
+}
+
+// simulate prints tenancy.Simulate's result: a table, or one JSON object with asJSON.
+func (c *Command) simulate(instances, tenants int, epsilon float64, asJSON bool) error {
+	res := tenancy.Simulate(instances, tenants, epsilon)
+	if asJSON {
+		return json.NewEncoder(c.Out).Encode(res)
+	}
+	w := tabwriter.NewWriter(c.Out, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintf(w, "instances, tenants, epsilon\t%d, %d, %g\n", res.Instances, res.Tenants, res.Epsilon)
+	_, _ = fmt.Fprintf(w, "after placing\tmax %d, min %d, max/min %.3f\n", res.MaxLoad, res.MinLoad, res.MaxOverMin)
+	_, _ = fmt.Fprintf(w, "after adding an instance\tmoved %.2f%% (ideal %.2f%%), max/min %.3f\n",
+		100*res.AddedInstanceMovedShare, 100*res.AddedInstanceIdealShare, res.MaxOverMinAfterAdd)
+	_, _ = fmt.Fprintf(w, "after draining an instance\tmoved %.2f%% (ideal %.2f%%), max/min %.3f\n",
+		100*res.RemovedInstanceMovedShare, 100*res.RemovedInstanceIdealShare, res.MaxOverMinAfterRemove)
+	_, _ = fmt.Fprintf(w, "seconds\t%.2f\n", res.Seconds)
+	return w.Flush()
 }
 
 func (c *Command) list(ctx context.Context, idb bun.IDB) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -140,7 +141,7 @@ func TestEngineInstancesCommand(t *testing.T) {
 	g.Expect(errors.As(err, &placedErr)).To(BeTrue())
 	g.Expect(placedErr.Tenants).To(Equal(placed[a]))
 	g.Expect(err.Error()).To(ContainSubstring("drain it first"))
-	g.Expect(err.Error()).To(ContainSubstring("moving tenants to another instance is not implemented"))
+	g.Expect(err.Error()).To(ContainSubstring("once the backend's rebalancer has moved its tenants"))
 	_, err = f.store.GetEngineInstance(f.ctx, f.db, a)
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -171,6 +172,11 @@ func TestEngineInstancesCommandUsage(t *testing.T) {
 		{"set-weight", "x", "-1"},
 		{"register", "--namespace-uid", "u"},
 		{"register", "--namespace", "ns", "--namespace-uid", "u", "--weight", "100001"},
+		{"simulate", "extra"},
+		{"simulate", "--instances", "1"},
+		{"simulate", "--tenants", "0"},
+		{"simulate", "--epsilon", "0"},
+		{"simulate", "--epsilon", "-0.1"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			_, err := f.run(args...)
@@ -180,4 +186,62 @@ func TestEngineInstancesCommandUsage(t *testing.T) {
 	// Without --namespace-uid, register reads the namespace from the cluster.
 	_, err := f.run("register", "--namespace", "argocd-x")
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("no cluster in this test (namespace argocd-x)")))
+}
+
+// simulate runs `backend engine-instances simulate args...` with no database.
+func simulate(t *testing.T, args ...string) string {
+	t.Helper()
+	out := &bytes.Buffer{}
+	cmd := &placement.Command{Out: out, Open: func(context.Context) (bun.IDB, func(), error) {
+		t.Fatal("simulate opened the database")
+		return nil, nil, nil
+	}}
+	fs := flag.NewFlagSet("backend engine-instances", flag.ContinueOnError)
+	fs.SetOutput(&bytes.Buffer{})
+	if err := cmd.Run(context.Background(), fs, append([]string{"simulate"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+func TestEngineInstancesSimulate(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+
+	// The benchmark tool's call: exactly one JSON object with these fields.
+	out := simulate(t, "--json", "--instances", "10", "--tenants", "10000")
+	var fields map[string]any
+	dec := json.NewDecoder(strings.NewReader(out))
+	g.Expect(dec.Decode(&fields)).To(Succeed())
+	g.Expect(dec.More()).To(BeFalse(), "more than one JSON value: %s", out)
+	g.Expect(fields).To(HaveLen(13))
+	for _, name := range []string{"instances", "tenants", "epsilon", "maxLoad", "minLoad", "maxOverMin",
+		"addedInstanceMovedShare", "addedInstanceIdealShare", "removedInstanceMovedShare", "removedInstanceIdealShare",
+		"maxOverMinAfterAdd", "maxOverMinAfterRemove", "seconds"} {
+		g.Expect(fields).To(HaveKeyWithValue(name, BeNumerically(">=", 0)))
+	}
+	var res tenancy.SimulationResult
+	g.Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())
+	g.Expect(res.Instances).To(Equal(10))
+	g.Expect(res.Tenants).To(Equal(10000))
+	g.Expect(res.Epsilon).To(Equal(tenancy.DefaultEpsilon))
+	g.Expect(res.MaxLoad).To(BeNumerically(">=", 1000))
+	g.Expect(res.MinLoad).To(And(BeNumerically(">", 0), BeNumerically("<=", 1000)))
+	// The targets: max/min at most 1.1 after placing and after each rebalance, and at most
+	// 2 points more tenants moved than the ideal share.
+	g.Expect(res.MaxOverMin).To(BeNumerically("<=", 1.1))
+	g.Expect(res.MaxOverMinAfterAdd).To(BeNumerically("<=", 1.1))
+	g.Expect(res.MaxOverMinAfterRemove).To(BeNumerically("<=", 1.1))
+	g.Expect(res.AddedInstanceIdealShare).To(BeNumerically("~", 1.0/11, 1e-9))
+	g.Expect(res.AddedInstanceMovedShare).To(And(BeNumerically(">", 0), BeNumerically("<=", 1.0/11+0.02)))
+	g.Expect(res.RemovedInstanceIdealShare).To(BeNumerically("~", 0.1, 1e-9))
+	g.Expect(res.RemovedInstanceMovedShare).To(And(BeNumerically(">", 0), BeNumerically("<=", 0.1+0.02)))
+	g.Expect(res.Seconds).To(BeNumerically(">", 0))
+
+	out = simulate(t, "--instances", "4", "--tenants", "1000", "--epsilon", "0.1")
+	g.Expect(out).To(MatchRegexp(`(?m)^instances, tenants, epsilon\s+4, 1000, 0\.1$`))
+	g.Expect(out).To(MatchRegexp(`(?m)^after placing\s+max \d+, min \d+, max/min 1\.\d{3}$`))
+	g.Expect(out).To(MatchRegexp(`(?m)^after adding an instance\s+moved \d+\.\d\d% \(ideal 20\.00%\), max/min 1\.\d{3}$`))
+	g.Expect(out).To(MatchRegexp(`(?m)^after draining an instance\s+moved \d+\.\d\d% \(ideal 25\.00%\), max/min 1\.\d{3}$`))
+	g.Expect(out).To(MatchRegexp(`(?m)^seconds\s+\d+\.\d\d$`))
 }

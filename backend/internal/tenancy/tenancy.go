@@ -29,8 +29,8 @@ type Store interface {
 // deterministic for a given tenant, set of instances and loads. Racing placements of the
 // same tenant are settled by the database (the first one recorded wins), not the Placer.
 //
-// Placement only places NEW tenants: a placed tenant is never moved to another instance
-// (not implemented), whatever the weights, states or instances become.
+// Placement only places NEW tenants; moving placed tenants when the weights, states or
+// instances change is the rebalancer's job (BoundedLoad.Plan decides the moves).
 type Placer interface {
 	Place(tenant *db.Tenant, instances []db.EngineInstance, loads map[string]int) (*db.EngineInstance, error)
 }
