@@ -27,8 +27,11 @@ type Application struct {
 	EngineInstanceID string `bun:"engine_instance_id,notnull,type:uuid"`
 	// ManagedEnvironmentID is the target; empty for the engine's own cluster, and after
 	// the environment was deleted.
-	ManagedEnvironmentID string                       `bun:"managed_environment_id,nullzero,type:uuid"`
-	Spec                 argov1alpha1.ApplicationSpec `bun:"spec,type:jsonb,notnull"`
+	ManagedEnvironmentID string `bun:"managed_environment_id,nullzero,type:uuid"`
+	// MovingFromEngineInstanceID is the instance the application is moving away from
+	// (see MoveTenant); empty when it is not moving.
+	MovingFromEngineInstanceID string                       `bun:"moving_from_engine_instance_id,nullzero,type:uuid"`
+	Spec                       argov1alpha1.ApplicationSpec `bun:"spec,type:jsonb,notnull"`
 	CreatedAt            time.Time                    `bun:"created_at,nullzero,notnull,default:current_timestamp"`
 	UpdatedAt            time.Time                    `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
 }
@@ -37,6 +40,11 @@ type Application struct {
 // engine instance, target or spec differ, and reports whether anything was written, so
 // the caller creates an Operation only for a real change. app is refreshed from the row.
 // ErrConflict if the name belongs to another tenant (whose row is left untouched).
+//
+// A change of engine instance starts a move of the application (the old instance lets its
+// Argo CD Application go once the new one has adopted it), and a change back to the
+// instance it is moving from ends the move. MoveTenant is the normal way to move; this
+// keeps the rows consistent if a placement changes underneath a reconcile.
 func (s *Store) UpsertApplication(ctx context.Context, idb bun.IDB, app *Application) (changed bool, err error) {
 	columns := []string{"tenant_id", "name", "engine_instance_id", "managed_environment_id", "spec"}
 	if app.ID != "" {
@@ -48,6 +56,10 @@ func (s *Store) UpsertApplication(ctx context.Context, idb bun.IDB, app *Applica
 		Column(columns...).
 		On("CONFLICT (name) DO UPDATE").
 		Set("engine_instance_id = EXCLUDED.engine_instance_id").
+		Set("moving_from_engine_instance_id = CASE "+
+			"WHEN app.engine_instance_id = EXCLUDED.engine_instance_id THEN app.moving_from_engine_instance_id "+
+			"WHEN app.moving_from_engine_instance_id = EXCLUDED.engine_instance_id THEN NULL "+
+			"ELSE app.engine_instance_id END").
 		Set("managed_environment_id = EXCLUDED.managed_environment_id").
 		Set("spec = EXCLUDED.spec").
 		Set("updated_at = now()").

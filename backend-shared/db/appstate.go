@@ -32,6 +32,8 @@ type ApplicationState struct {
 	bun.BaseModel `bun:"table:application_states,alias:appstate"`
 
 	ApplicationID string `bun:"application_id,pk,type:uuid"`
+	// EngineInstanceID is the instance whose cluster-agent wrote the state.
+	EngineInstanceID string `bun:"engine_instance_id,nullzero,type:uuid"`
 	// Health is one of the Health* constants; empty is stored as Unknown.
 	Health        string `bun:"health_status,notnull"`
 	HealthMessage string `bun:"health_message,notnull"`
@@ -64,9 +66,10 @@ func (s *Store) UpsertApplicationState(ctx context.Context, idb bun.IDB, st *App
 		st.Conditions = []argov1alpha1.ApplicationCondition{}
 	}
 	res, err := idb.NewInsert().Model(st).
-		Column("application_id", "health_status", "health_message", "sync_status", "sync_revision",
+		Column("application_id", "engine_instance_id", "health_status", "health_message", "sync_status", "sync_revision",
 			"resources", "conditions", "reconciled_state", "operation_state").
 		On("CONFLICT (application_id) DO UPDATE").
+		Set("engine_instance_id = EXCLUDED.engine_instance_id").
 		Set("health_status = EXCLUDED.health_status").
 		Set("health_message = EXCLUDED.health_message").
 		Set("sync_status = EXCLUDED.sync_status").
@@ -76,9 +79,9 @@ func (s *Store) UpsertApplicationState(ctx context.Context, idb bun.IDB, st *App
 		Set("reconciled_state = EXCLUDED.reconciled_state").
 		Set("operation_state = EXCLUDED.operation_state").
 		Set("updated_at = now()").
-		Where("(appstate.health_status, appstate.health_message, appstate.sync_status, appstate.sync_revision, " +
+		Where("(appstate.engine_instance_id, appstate.health_status, appstate.health_message, appstate.sync_status, appstate.sync_revision, " +
 			"appstate.resources, appstate.conditions, appstate.reconciled_state, appstate.operation_state) IS DISTINCT FROM " +
-			"(EXCLUDED.health_status, EXCLUDED.health_message, EXCLUDED.sync_status, EXCLUDED.sync_revision, " +
+			"(EXCLUDED.engine_instance_id, EXCLUDED.health_status, EXCLUDED.health_message, EXCLUDED.sync_status, EXCLUDED.sync_revision, " +
 			"EXCLUDED.resources, EXCLUDED.conditions, EXCLUDED.reconciled_state, EXCLUDED.operation_state)").
 		Returning("updated_at").
 		Exec(ctx)

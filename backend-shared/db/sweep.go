@@ -60,10 +60,14 @@ func (s *Store) ListTenantResources(ctx context.Context, idb bun.IDB, tenantID s
 SELECT ? AS resource_type, id::text AS id, engine_instance_id::text AS engine_instance_id
   FROM applications WHERE tenant_id = ?
 UNION ALL
+SELECT ?, id::text, moving_from_engine_instance_id::text
+  FROM applications WHERE tenant_id = ? AND moving_from_engine_instance_id IS NOT NULL
+UNION ALL
 SELECT ?, id::text, '' FROM managed_environments WHERE tenant_id = ?
 UNION ALL
 SELECT ?, id::text, engine_instance_id::text FROM repository_credentials WHERE tenant_id = ?
 ORDER BY 1, 2`,
+		OperationResourceApplication, tenantID,
 		OperationResourceApplication, tenantID,
 		OperationResourceManagedEnvironment, tenantID,
 		OperationResourceRepositoryCredential, tenantID).Scan(ctx, &rs)
