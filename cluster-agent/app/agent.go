@@ -129,7 +129,7 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 	}
 
 	c := mgr.GetClient()
-	projects := &argoapp.Projects{Client: c, DB: bdb, Store: store, Identity: id}
+	projects := &argoapp.Projects{Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id}
 	handlers := map[db.OperationResourceType]operation.Handler{
 		db.OperationResourceApplication: &argoapp.Applications{
 			Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Projects: projects,

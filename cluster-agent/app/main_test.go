@@ -160,10 +160,13 @@ func startAgent(t *testing.T, withKeyring bool, mutate func(*agent.Options)) *en
 
 func (e *env) g() *WithT { return NewWithT(e.t) }
 
+// tenant creates a tenant placed on the agent's engine instance, as the backend places it.
 func (e *env) tenant() *db.Tenant {
 	e.t.Helper()
 	tenant, err := e.store.GetOrCreateTenant(e.ctx, e.db, uuid.NewString(), "tenant-"+uuid.NewString()[:8])
 	e.g().Expect(err).NotTo(HaveOccurred())
+	e.g().Expect(e.store.SetTenantEngineInstance(e.ctx, e.db, tenant.ID, e.id.InstanceID)).To(Succeed())
+	tenant.EngineInstanceID = e.id.InstanceID
 	return tenant
 }
 

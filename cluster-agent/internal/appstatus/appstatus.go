@@ -95,6 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if st.ApplicationID == "" {
 		return ctrl.Result{}, nil
 	}
+	st.EngineInstanceID = r.Identity.InstanceID
 	changed := false
 	var row *db.Application
 	err := r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

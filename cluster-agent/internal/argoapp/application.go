@@ -56,12 +56,21 @@ type Applications struct {
 
 var _ operation.Handler = (*Applications)(nil)
 
-// Handle implements operation.Handler: apply the Application of an existing row, delete
-// the Application of a missing one.
+// Handle implements operation.Handler: apply the Application of a row on this instance,
+// let go of the Application of a row that moved to another instance (see release), and
+// delete the Application of a missing row.
 func (a *Applications) Handle(ctx context.Context, t operation.Target) (operation.Outcome, error) {
 	row, err := a.Store.GetApplicationForEngineInstance(ctx, a.DB, a.Identity.InstanceID, t.ResourceID)
 	if notFound(err) {
-		return a.delete(ctx, t)
+		// Deleted, or moved to another instance: only a deleted one is pruned.
+		moved, err := a.Store.LocateApplication(ctx, a.DB, t.ResourceID)
+		switch {
+		case notFound(err):
+			return a.delete(ctx, t)
+		case err != nil:
+			return operation.Outcome{}, fmt.Errorf("reading the application: %w", err)
+		}
+		return a.release(ctx, moved)
 	}
 	if err != nil {
 		return operation.Outcome{}, fmt.Errorf("reading the application: %w", err)

@@ -13,6 +13,7 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/uptrace/bun"
 	"k8s.io/apimachinery/pkg/api/equality"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,14 +33,22 @@ type Store interface {
 	ListApplications(ctx context.Context, idb bun.IDB, tenantID string) ([]db.Application, error)
 	ListAppProjectRepositories(ctx context.Context, idb bun.IDB, tenantID string) ([]string, error)
 	ListAppProjectDestinations(ctx context.Context, idb bun.IDB, tenantID string) ([]string, error)
+	LocateApplication(ctx context.Context, idb bun.IDB, id string) (*db.Application, error)
+	ApplicationAdopted(ctx context.Context, idb bun.IDB, id string) (bool, error)
+	FinishApplicationMove(ctx context.Context, idb bun.IDB, id, from string) error
+	TenantServedBy(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (bool, error)
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=appprojects,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=deletecollection
 
 // Projects carries out AppProject operations (resource id: the tenant's id).
 type Projects struct {
 	// Client reads Argo CD Applications from the manager's cache and writes AppProjects.
-	Client   client.Client
+	Client client.Client
+	// APIReader reads Applications from the API server when deciding whether a tenant
+	// served elsewhere still needs anything here (the cache may lag behind a release).
+	APIReader client.Reader
 	DB       bun.IDB
 	Store    Store
 	Identity engine.Identity
@@ -68,7 +77,15 @@ func (p *Projects) Handle(ctx context.Context, t operation.Target) (operation.Ou
 // Destinations are the in-cluster namespaces the tenant's applications deploy to (rows,
 // plus Argo CD Applications still being deleted, which need their destination to prune)
 // and every managed environment of the tenant's AppProject rows, any namespace.
+//
+// A tenant this instance no longer serves (it moved to another instance, or is gone) keeps
+// its AppProjects here only while Argo CD Applications of it remain; once none does, its
+// cluster and repository Secrets are deleted too.
 func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) ([]string, error) {
+	served, err := p.Store.TenantServedBy(ctx, p.DB, tenantID, p.Identity.InstanceID)
+	if err != nil {
+		return nil, fmt.Errorf("checking whether the tenant is served here: %w", err)
+	}
 	apps, err := p.Store.ListApplications(ctx, p.DB, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("listing the tenant's applications: %w", err)
@@ -81,12 +98,20 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 	if err != nil {
 		return nil, fmt.Errorf("listing the tenant's AppProject repositories: %w", err)
 	}
+	var reader client.Reader = p.Client
+	if !served && p.APIReader != nil {
+		reader = p.APIReader
+	}
 	list := &argov1alpha1.ApplicationList{}
-	if err := p.Client.List(ctx, list, client.InNamespace(p.Identity.Namespace),
+	if err := reader.List(ctx, list, client.InNamespace(p.Identity.Namespace),
 		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantID: tenantID}); err != nil {
 		return nil, fmt.Errorf("listing the tenant's Argo CD Applications: %w", err)
 	}
-	live := slices.DeleteFunc(list.Items, func(app argov1alpha1.Application) bool { return slices.Contains(gone, app.Name) })
+	// An Application going away without Argo CD's finalizer prunes nothing, so it needs
+	// no project either.
+	live := slices.DeleteFunc(list.Items, func(app argov1alpha1.Application) bool {
+		return slices.Contains(gone, app.Name) || (app.DeletionTimestamp != nil && !hasArgoFinalizer(&app))
+	})
 
 	// An AppProject is needed while an Application of this instance is in it, whatever
 	// its destination, so that Argo CD can still prune and delete it.
@@ -99,15 +124,17 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 		}
 	}
 	for _, app := range apps {
-		if app.EngineInstanceID == p.Identity.InstanceID {
+		if app.EngineInstanceID == p.Identity.InstanceID || app.MovingFromEngineInstanceID == p.Identity.InstanceID {
 			use(app.Spec)
 		}
 	}
 	for _, app := range live {
 		use(app.Spec)
 	}
-	for _, env := range envs {
-		dests = append(dests, argocd.ProjectDestination{ManagedEnvironmentID: env, Namespace: "*"})
+	if served || needed[argocd.RemoteAppProjectName(tenantID)] {
+		for _, env := range envs {
+			dests = append(dests, argocd.ProjectDestination{ManagedEnvironmentID: env, Namespace: "*"})
+		}
 	}
 	local, remote := argocd.AppProjects(p.Identity.Namespace, tenantID, repos, dests)
 
@@ -122,6 +149,12 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 		kept = append(kept, project.Name)
 		if err := p.write(ctx, project); err != nil {
 			return nil, err
+		}
+	}
+	if !served && len(kept) == 0 {
+		if err := p.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(p.Identity.Namespace),
+			client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantID: tenantID}); err != nil {
+			return nil, fmt.Errorf("deleting the Secrets of a tenant served elsewhere: %w", err)
 		}
 	}
 	return kept, nil

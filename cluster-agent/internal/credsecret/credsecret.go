@@ -32,6 +32,7 @@ import (
 type Store interface {
 	GetManagedEnvironmentCredentials(ctx context.Context, idb bun.IDB, tenantID, envID string) (*db.ClusterCredentials, error)
 	GetRepositoryCredential(ctx context.Context, idb bun.IDB, tenantID, id string) (*db.RepositoryCredential, error)
+	TenantServedBy(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (bool, error)
 }
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create;update;patch;delete
@@ -68,6 +69,16 @@ func (c *Clusters) Handle(ctx context.Context, t operation.Target) (operation.Ou
 			return operation.Failed(msg), nil
 		}
 		return operation.Outcome{}, fmt.Errorf("reading the managed environment's credentials: %w", err)
+	}
+	served, err := c.Store.TenantServedBy(ctx, c.DB, t.TenantID, c.Identity.InstanceID)
+	if err != nil {
+		return operation.Outcome{}, fmt.Errorf("checking whether the tenant is served here: %w", err)
+	}
+	if !served {
+		if err := deleteSecret(ctx, c.Client, c.Identity.Namespace, name); err != nil {
+			return operation.Outcome{}, err
+		}
+		return operation.Completed(fmt.Sprintf("cluster Secret %s deleted: the tenant is served by another engine instance", name)), nil
 	}
 	cluster, problem := ClusterFromCredentials(t.ResourceID, t.TenantID, creds)
 	if problem != "" {

@@ -216,7 +216,7 @@ func (s *Sweeper) sweepApplications(ctx context.Context, res *Result) error {
 				continue
 			}
 			if signalled {
-				ctrl.LoggerFrom(ctx).Info("Deleting an Argo CD Application without a row", "application", byID[id].Name)
+				ctrl.LoggerFrom(ctx).Info("Signalled an Argo CD Application without a row on this engine instance (deleted, or moved away)", "application", byID[id].Name)
 				res.Applications++
 			}
 		}
@@ -256,6 +256,14 @@ func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result) 
 	for _, p := range projects.Items {
 		id := p.Labels[argocd.LabelTenantID]
 		tenants[id] = object{name: p.Name, tenantID: id}
+	}
+	// A tenant with Secrets but no AppProject here (it moved away, and the agent stopped
+	// before cleaning up): making its AppProjects match the rows removes the Secrets too.
+	for i := range secrets.Items {
+		id := secrets.Items[i].Labels[argocd.LabelTenantID]
+		if _, ok := tenants[id]; !ok && id != "" {
+			tenants[id] = object{name: "the Secrets of tenant " + id, tenantID: id}
+		}
 	}
 	errs := []error{
 		s.signalOrphans(ctx, db.OperationResourceManagedEnvironment, clusters, s.Store.ExistingManagedEnvironmentIDs, &res.ClusterSecrets, res),
