@@ -28,6 +28,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/managedenv"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
+	"github.com/gitops-service/gitops-service/backend/internal/rebalance"
 	"github.com/gitops-service/gitops-service/backend/internal/repocred"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/sweep"
@@ -54,6 +55,10 @@ type Options struct {
 	RepositoryCABundle []byte
 	// SweepInterval is how often rows of CRs deleted unseen are removed; 0 disables it.
 	SweepInterval time.Duration
+	// RebalanceInterval is how often tenants are moved off draining instances and between
+	// unevenly loaded ones; 0 disables it. RebalanceMaxMoves bounds the moves of one run.
+	RebalanceInterval time.Duration
+	RebalanceMaxMoves int
 }
 
 // BindFlags registers the options on fs.
@@ -67,6 +72,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Parallel reconciles per controller.")
 	fs.IntVar(&o.OperationGCSeconds, "operation-gc-seconds", 600, "How long finished Operations are kept before garbage collection.")
 	fs.DurationVar(&o.SweepInterval, "sweep-interval", sweep.DefaultInterval, "How often rows whose CR or namespace was deleted unseen are removed, with their Argo CD objects (jittered ±20%; 0 disables).")
+	fs.DurationVar(&o.RebalanceInterval, "rebalance-interval", rebalance.DefaultInterval, "How often tenants are moved off draining engine instances and from overloaded to underloaded ones (jittered ±20%; 0 disables).")
+	fs.IntVar(&o.RebalanceMaxMoves, "rebalance-max-moves", rebalance.DefaultMaxMoves, "Most tenants one rebalancing run starts moving.")
 	fs.StringVar(&o.RepositoryCAFile, "repository-ca-file", "", "PEM file of extra certificate authorities to trust when checking https:// repository credentials.")
 }
 
@@ -118,8 +125,15 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 }
 
 func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, database *bun.DB, store *db.Store, log logr.Logger) error {
-	resolver := &tenancy.Resolver{Store: store, Placer: &tenancy.BoundedLoad{}, Namespaces: mgr.GetClient()}
+	placer := &tenancy.BoundedLoad{}
+	resolver := &tenancy.Resolver{Store: store, Placer: placer, Namespaces: mgr.GetClient()}
 	signaller := &signal.Signaller{DB: database, Store: store, Client: mgr.GetClient(), GCExpirationSeconds: o.OperationGCSeconds}
+	if err := mgr.Add(&rebalance.Rebalancer{
+		Mover: &rebalance.Mover{DB: database, Store: store, Signal: signaller}, Planner: placer,
+		Interval: o.RebalanceInterval, MaxMoves: o.RebalanceMaxMoves,
+	}); err != nil {
+		return err
+	}
 	router := events.NewRouter(mgr.GetClient(), database, store, log.WithName("events"),
 		func() client.ObjectList { return &v1.GitOpsDeploymentList{} },
 		func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} })

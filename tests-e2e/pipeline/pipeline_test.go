@@ -20,6 +20,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	backend "github.com/gitops-service/gitops-service/backend/app"
@@ -47,29 +48,40 @@ const (
 // service is a backend and a cluster-agent sharing a database, one tenant namespace and
 // one engine namespace.
 type service struct {
-	t      *testing.T
-	g      Gomega
-	ctx    context.Context
-	tenant string
-	engine string
+	t        *testing.T
+	g        Gomega
+	ctx      context.Context
+	tenant   string
+	engine   string
+	database db.Config
+	keys     string
 }
 
-func startService(t *testing.T) *service {
+// startService starts a backend and the cluster-agent of its default engine instance;
+// mutate adjusts the backend's options.
+func startService(t *testing.T, mutate ...func(*backend.Options)) *service {
 	t.Helper()
 	s := &service{t: t, g: NewWithT(t), ctx: context.Background(),
-		tenant: cp.NewNamespace(t, "tenant-"), engine: cp.NewNamespace(t, "argocd-")}
-	dbConfig := dbtest.NewConfig(t)
-
-	keys := writeKeyring(t)
-	backendOpts := &backend.Options{Database: dbConfig, EngineNamespace: s.engine, EngineCluster: "default",
-		MaxConcurrentReconciles: 2, OperationGCSeconds: 60, KeysFile: keys}
+		tenant: cp.NewNamespace(t, "tenant-"), engine: cp.NewNamespace(t, "argocd-"),
+		database: dbtest.NewConfig(t), keys: writeKeyring(t)}
+	backendOpts := &backend.Options{Database: s.database, EngineNamespace: s.engine, EngineCluster: "default",
+		MaxConcurrentReconciles: 2, OperationGCSeconds: 60, KeysFile: s.keys}
+	for _, m := range mutate {
+		m(backendOpts)
+	}
 	cp.RunManager(t, []string{s.tenant, s.engine}, backendOpts.Setup)
-
-	agentOpts := &agent.Options{DB: dbConfig, ApplicationDeletionTimeout: 2 * time.Second, MaxConcurrentReconciles: 2,
-		SkipNameValidation: true, CredentialsKeysFile: keys}
-	agentOpts.Engine.Namespace, agentOpts.Engine.ClusterName = s.engine, "default"
-	cp.RunManager(t, []string{s.engine}, agentOpts.Setup)
+	s.startAgent(s.engine)
 	return s
+}
+
+// startAgent starts a cluster-agent for the engine instance in namespace engine (it
+// registers the instance).
+func (s *service) startAgent(engine string) {
+	s.t.Helper()
+	agentOpts := &agent.Options{DB: s.database, ApplicationDeletionTimeout: 2 * time.Second, MaxConcurrentReconciles: 2,
+		SkipNameValidation: true, CredentialsKeysFile: s.keys}
+	agentOpts.Engine.Namespace, agentOpts.Engine.ClusterName = engine, "default"
+	cp.RunManager(s.t, []string{engine}, agentOpts.Setup)
 }
 
 func (s *service) deploy(name string, typ v1.GitOpsDeploymentSpecType, mutate ...func(*v1.GitOpsDeployment)) *v1.GitOpsDeployment {

@@ -194,11 +194,17 @@ func (r *Reconciler) removeIncarnations(ctx context.Context, tx bun.IDB, tenant 
 		if err != nil {
 			return nil, err
 		}
-		op, err := r.Signal.Row(ctx, tx, &db.EngineInstance{ID: app.EngineInstanceID}, tenant.ID, db.OperationResourceApplication, app.ID)
-		if err != nil {
-			return nil, err
+		// An application still moving is on two instances: both delete it.
+		for _, engine := range []string{app.EngineInstanceID, app.MovingFromEngineInstanceID} {
+			if engine == "" {
+				continue
+			}
+			op, err := r.Signal.Row(ctx, tx, &db.EngineInstance{ID: engine}, tenant.ID, db.OperationResourceApplication, app.ID)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, op)
 		}
-		ops = append(ops, op)
 	}
 	return ops, nil
 }
