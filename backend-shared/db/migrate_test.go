@@ -148,6 +148,15 @@ INSERT INTO operations (engine_instance_id, resource_type, resource_id, owner_te
     VALUES ('00000000-0000-0000-0000-0000000000a1', 'Application', '00000000-0000-0000-0000-0000000000b1',
             '00000000-0000-0000-0000-0000000000f1');
 `,
+	4: `
+INSERT INTO engine_instances (id, engine_cluster_id, namespace_name, namespace_uid)
+    VALUES ('00000000-0000-0000-0000-0000000000a2', '00000000-0000-0000-0000-0000000000e1', 'argocd-2', 'ns-uid-argocd-2');
+INSERT INTO applications (id, tenant_id, name, engine_instance_id, moving_from_engine_instance_id, spec)
+    VALUES ('00000000-0000-0000-0000-0000000000b2', '00000000-0000-0000-0000-0000000000f1', 'gitopsdepl-uid2',
+            '00000000-0000-0000-0000-0000000000a2', '00000000-0000-0000-0000-0000000000a1', '{"project": "p"}');
+INSERT INTO application_states (application_id, engine_instance_id, health_status, sync_status)
+    VALUES ('00000000-0000-0000-0000-0000000000b2', '00000000-0000-0000-0000-0000000000a2', 'Healthy', 'Synced');
+`,
 }
 
 // tableColumns lists the columns of every application table.
