@@ -55,12 +55,16 @@ CHAOS_FLAGS ?= -chaos.objects=1000 -chaos.churn=6m
 test-chaos: deps binaries ## Churn 1,000 changes while the binaries, PostgreSQL and the API server crash; check convergence.
 	go test -v -count=1 -timeout=40m $(CHAOS_PACKAGES) -args $(CHAOS_FLAGS)
 
-# Benchmark flags; e.g. `make bench-pipeline BENCH_FLAGS='-n 5000'`.
+# Benchmark flags; e.g. `make bench BENCH_FLAGS='-n 10000 -sizes 1000,2000,5000,10000'`.
 BENCH_FLAGS ?=
 
+.PHONY: bench
+bench: deps binaries ## Benchmark throughput, status latency, idle cost, memory and placement on the local stack (docs/performance.md).
+	go run ./tests-e2e/cmd/bench $(BENCH_FLAGS)
+
 .PHONY: bench-pipeline
-bench-pipeline: deps binaries ## Benchmark the core pipeline on the local stack against creating Applications directly.
-	go run ./tests-e2e/cmd/bench-pipeline $(BENCH_FLAGS)
+bench-pipeline: deps binaries ## Benchmark only the core pipeline (throughput against the floor, status latency, memory).
+	go run ./tests-e2e/cmd/bench -phases p1,p2,p4 -name bench-pipeline $(BENCH_FLAGS)
 
 .PHONY: bench-deploy
 bench-deploy: deps binaries ## Time one deployment to Synced/Healthy through the service against Argo CD directly (real Argo CD).

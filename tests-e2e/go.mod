@@ -16,6 +16,7 @@ require (
 	github.com/onsi/gomega v1.44.0
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.66.1
+	golang.org/x/image v0.45.0
 	k8s.io/api v0.34.3
 	k8s.io/apimachinery v0.34.3
 	k8s.io/client-go v0.34.3

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/tests-e2e/stack"
+)
+
+// floorNamespace holds the floor's Applications: not the engine namespace, whose
+// Applications the cluster-agent caches and reconciles.
+const floorNamespace = "bench-floor"
+
+// bench is one stack under measurement.
+type bench struct {
+	cfg        config
+	s          *stack.Stack
+	c          client.WithWatch
+	writer     *statusWriter
+	namespaces []string
+}
+
+func newBench(ctx context.Context, s *stack.Stack, cfg config) (*bench, error) {
+	c, err := benchClient(s.ControlPlane.Config, s.ControlPlane.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{cfg: cfg, s: s, c: c}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNamespace}}); err != nil {
+		return nil, err
+	}
+	b.writer = startStatusWriter(ctx, c, []string{floorNamespace, stack.EngineNamespace}, cfg.WriterConcurrency)
+	return b, nil
+}
+
+func (b *bench) close() { b.writer.stop() }
+
+// benchClient is an uncached client whose rate limits do not throttle the benchmark.
+func benchClient(cfg *rest.Config, scheme *k8sruntime.Scheme) (client.WithWatch, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 5000, 5000
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+}
+
+// throughput runs P1 at size: the floor, then the pipeline.
+func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
+	tp := &Throughput{N: size, Namespaces: b.cfg.Namespaces}
+	progress("P1 floor: creating %d Argo CD Applications directly", size)
+	var err error
+	if tp.FloorAppsSeconds, tp.FloorStatusSeconds, err = b.floor(ctx, size); err != nil {
+		return nil, err
+	}
+	if b.namespaces, err = createNamespaces(ctx, b.c, b.cfg.Namespaces); err != nil {
+		return nil, err
+	}
+	if err := resetStatements(ctx, b.s.DatabaseURL); err != nil {
+		return nil, err
+	}
+	progress("P1 pipeline: creating %d GitOpsDeployments in %d namespaces", size, b.cfg.Namespaces)
+	cpuBefore := cpuByProgram()
+	metricsBefore, err := b.scrapeAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tp.PipelineAppsSeconds, tp.PipelineStatusSeconds, tp.PipelineFirstAppSeconds, err = b.pipeline(ctx, size); err != nil {
+		return nil, err
+	}
+	metricsAfter, err := b.scrapeAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tp.APIRequestsPerDeployment, tp.ReconcilesPerDeployment = map[string]float64{}, map[string]float64{}
+	for name := range b.s.MetricsAddr {
+		for _, d := range diffByLabel(metricsBefore[name], metricsAfter[name], "rest_client_requests_total", "method") {
+			tp.APIRequestsPerDeployment[name] += d / float64(size)
+		}
+		for controller, d := range diffByLabel(metricsBefore[name], metricsAfter[name], "controller_runtime_reconcile_total", "controller") {
+			tp.ReconcilesPerDeployment[name+"/"+controller] = d / float64(size)
+		}
+	}
+	tp.CPUSeconds = map[string]float64{}
+	for name, after := range cpuByProgram() {
+		tp.CPUSeconds[name] = after - cpuBefore[name]
+	}
+	tp.AppsRatio = tp.PipelineAppsSeconds / tp.FloorAppsSeconds
+	tp.StatusRatio = tp.PipelineStatusSeconds / tp.FloorStatusSeconds
+	statements, err := countStatements(ctx, b.s.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	tp.StatementsPerDeployment = float64(statements) / float64(size)
+	if tp.TopStatements, err = topStatements(ctx, b.s.DatabaseURL, 15); err != nil {
+		return nil, err
+	}
+	progress("P1 at N = %d: floor %.2f s / %.2f s, pipeline %.2f s / %.2f s (Applications / statuses)",
+		size, tp.FloorAppsSeconds, tp.FloorStatusSeconds, tp.PipelineAppsSeconds, tp.PipelineStatusSeconds)
+	return tp, nil
+}
+
+// floor creates N Applications directly, as fast as the pipeline's client could, and
+// returns when they all existed and when all had their status.
+func (b *bench) floor(ctx context.Context, size int) (apps, statuses float64, err error) {
+	spec := argocd.ApplicationSpec(argocd.ApplicationInput{
+		RepoURL: "https://github.com/example/gitops", Path: "deploy", Project: "default",
+		Destination: argocd.Destination{Namespace: floorNamespace}, Automated: true,
+	})
+	start := time.Now()
+	if err := parallel(size, b.cfg.Concurrency, func(i int) error {
+		return b.c.Create(ctx, argocd.Application(floorNamespace, fmt.Sprintf("floor-%d", i), "floor", "floor", spec))
+	}); err != nil {
+		return 0, 0, err
+	}
+	apps = time.Since(start).Seconds()
+	last, err := b.writer.waitWritten(ctx, floorNamespace, size, b.cfg.PhaseTimeout)
+	if err != nil {
+		return 0, 0, err
+	}
+	return apps, last.Sub(start).Seconds(), nil
+}
+
+func createNamespaces(ctx context.Context, c client.Client, n int) ([]string, error) {
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("bench-tenant-%d", i)
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// pipeline creates N GitOpsDeployments and returns when the cluster-agent had created all
+// N Argo CD Applications and when all N GitOpsDeployments showed the written status,
+// watching both (not polling).
+func (b *bench) pipeline(ctx context.Context, size int) (apps, statuses, firstApp float64, err error) {
+	appsW, err := b.c.Watch(ctx, &argov1alpha1.ApplicationList{}, client.InNamespace(stack.EngineNamespace),
+		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer appsW.Stop()
+	deplW, err := b.c.Watch(ctx, &v1.GitOpsDeploymentList{})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer deplW.Stop()
+	start := time.Now()
+	createErr := make(chan error, 1)
+	go func() {
+		createErr <- parallel(size, b.cfg.Concurrency, func(i int) error {
+			return b.c.Create(ctx, deployment(b.namespaces[i%len(b.namespaces)], fmt.Sprintf("app-%d", i)))
+		})
+	}()
+	seen, populated := map[string]bool{}, map[client.ObjectKey]bool{}
+	timeout := time.After(b.cfg.PhaseTimeout)
+	for len(seen) < size || len(populated) < size {
+		select {
+		case ev, ok := <-appsW.ResultChan():
+			if !ok {
+				return 0, 0, 0, fmt.Errorf("application watch closed after %d Applications", len(seen))
+			}
+			if ev.Type == watch.Added {
+				seen[ev.Object.(client.Object).GetName()] = true
+				if len(seen) == 1 {
+					firstApp = time.Since(start).Seconds()
+				}
+				if len(seen) == size {
+					apps = time.Since(start).Seconds()
+				}
+			}
+		case ev, ok := <-deplW.ResultChan():
+			if !ok {
+				return 0, 0, 0, fmt.Errorf("GitOpsDeployment watch closed after %d statuses", len(populated))
+			}
+			d, isDepl := ev.Object.(*v1.GitOpsDeployment)
+			if isDepl && (ev.Type == watch.Added || ev.Type == watch.Modified) && showsWriterStatus(d) {
+				populated[client.ObjectKeyFromObject(d)] = true
+				if len(populated) == size {
+					statuses = time.Since(start).Seconds()
+				}
+			}
+		case err := <-createErr:
+			if err != nil {
+				return 0, 0, 0, err
+			}
+		case <-timeout:
+			return 0, 0, 0, fmt.Errorf("after %s: %d of %d Applications, %d of %d statuses (status writer: %v)",
+				b.cfg.PhaseTimeout, len(seen), size, len(populated), size, b.writer.failed())
+		}
+	}
+	return apps, statuses, firstApp, nil
+}
+
+// showsWriterStatus reports whether a GitOpsDeployment's status shows what the status
+// writer wrote on its Application.
+func showsWriterStatus(d *v1.GitOpsDeployment) bool {
+	return d.Status.Sync.Status == v1.SyncStatusCodeSynced && d.Status.Sync.Revision == writerRevision &&
+		d.Status.Health.Status == v1.HealthStatusCodeHealthy
+}
+
+func deployment(namespace, name string) *v1.GitOpsDeployment {
+	return &v1.GitOpsDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1.GitOpsDeploymentSpec{
+			Source: v1.ApplicationSource{RepoURL: "https://github.com/example/gitops", Path: "deploy"},
+			Type:   v1.GitOpsDeploymentSpecTypeAutomated,
+		},
+	}
+}
+
+// parallel runs fn(i) for i in [0, n) on concurrency workers and returns the first error.
+func parallel(n, concurrency int, fn func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, concurrency)
+	for w := range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// writerRevision is the revision the status writer reports as synced.
+const writerRevision = "0123456789abcdef0123456789abcdef01234567"
+
+// statusWriter plays Argo CD's application controller, the part that matters here: it
+// writes a status (Synced at writerRevision, Healthy) once on every Application of its
+// namespaces as the Application appears, with a fixed number of parallel writers. The
+// floor's Applications and the pipeline's get the same writer, so that the two "statuses
+// populated" times compare.
+type statusWriter struct {
+	c     client.WithWatch
+	queue chan client.ObjectKey
+
+	mu      sync.Mutex
+	seen    map[client.ObjectKey]bool
+	written map[string]int       // by namespace
+	last    map[string]time.Time // by namespace: when the latest write completed
+	changed chan struct{}        // closed (and replaced) on every write
+	err     error                // the first error that stopped the writer
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// the status written, as a merge patch (Argo CD's Application has no status subresource).
+var writerPatch = []byte(fmt.Sprintf(`{"status":{"sync":{"status":%q,"revision":%q},"health":{"status":"Healthy"}}}`,
+	argov1alpha1.SyncStatusCodeSynced, writerRevision))
+
+func startStatusWriter(ctx context.Context, c client.WithWatch, namespaces []string, concurrency int) *statusWriter {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &statusWriter{c: c, queue: make(chan client.ObjectKey, 4096), seen: map[client.ObjectKey]bool{},
+		written: map[string]int{}, last: map[string]time.Time{}, changed: make(chan struct{}), cancel: cancel}
+	for _, ns := range namespaces {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.watch(ctx, ns)
+		}()
+	}
+	for range concurrency {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.work(ctx)
+		}()
+	}
+	return w
+}
+
+func (w *statusWriter) stop() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// watch queues every Application of namespace once: those listed, then those added,
+// listing again when the watch ends.
+func (w *statusWriter) watch(ctx context.Context, namespace string) {
+	for ctx.Err() == nil {
+		list := &argov1alpha1.ApplicationList{}
+		if err := w.c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+			w.retryAfter(ctx, err)
+			continue
+		}
+		for i := range list.Items {
+			w.enqueue(ctx, client.ObjectKeyFromObject(&list.Items[i]))
+		}
+		wi, err := w.c.Watch(ctx, &argov1alpha1.ApplicationList{},
+			&client.ListOptions{Namespace: namespace, Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			w.retryAfter(ctx, err)
+			continue
+		}
+		for ev := range wi.ResultChan() {
+			if ev.Type == watch.Added || ev.Type == watch.Modified {
+				if o, ok := ev.Object.(client.Object); ok {
+					w.enqueue(ctx, client.ObjectKeyFromObject(o))
+				}
+			}
+		}
+		wi.Stop()
+	}
+}
+
+func (w *statusWriter) retryAfter(ctx context.Context, err error) {
+	if ctx.Err() == nil {
+		progress("status writer: %v (retrying)", err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Second):
+	}
+}
+
+func (w *statusWriter) enqueue(ctx context.Context, key client.ObjectKey) {
+	w.mu.Lock()
+	dup := w.seen[key]
+	w.seen[key] = true
+	w.mu.Unlock()
+	if dup {
+		return
+	}
+	select {
+	case w.queue <- key:
+	case <-ctx.Done():
+	}
+}
+
+func (w *statusWriter) work(ctx context.Context) {
+	for {
+		var key client.ObjectKey
+		select {
+		case key = <-w.queue:
+		case <-ctx.Done():
+			return
+		}
+		app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		var err error
+		for attempt := range 5 {
+			if err = w.c.Patch(ctx, app, client.RawPatch(types.MergePatchType, writerPatch)); err == nil || apierrors.IsNotFound(err) || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+		}
+		w.mu.Lock()
+		switch {
+		case err == nil:
+			w.written[key.Namespace]++
+			w.last[key.Namespace] = time.Now()
+		case !apierrors.IsNotFound(err) && ctx.Err() == nil && w.err == nil:
+			w.err = fmt.Errorf("status writer: %s: %w", key, err)
+		}
+		close(w.changed)
+		w.changed = make(chan struct{})
+		w.mu.Unlock()
+	}
+}
+
+// waitWritten waits until n Applications of namespace have their status, and returns when
+// the last of those writes completed.
+func (w *statusWriter) waitWritten(ctx context.Context, namespace string, n int, timeout time.Duration) (time.Time, error) {
+	deadline := time.After(timeout)
+	for {
+		w.mu.Lock()
+		written, last, changed, err := w.written[namespace], w.last[namespace], w.changed, w.err
+		w.mu.Unlock()
+		switch {
+		case err != nil:
+			return time.Time{}, err
+		case written >= n:
+			return last, nil
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return time.Time{}, fmt.Errorf("status writer: only %d of %d Applications in %s have a status after %s", written, n, namespace, timeout)
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		}
+	}
+}
+
+// failed returns the error that stopped the writer, if any.
+func (w *statusWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
