@@ -205,8 +205,7 @@ func TestStatusFollowsApplicationState(t *testing.T) {
 	h.g.Expect(syncErr.Reason).To(Equal(v1.GitOpsDeploymentReasonSyncError))
 	h.g.Expect(syncErr.Message).To(Equal("one or more objects failed to apply"))
 	h.g.Eventually(func() []string { return h.events(depl) }, eventually, poll).Should(ContainElements(
-		"Warning SyncStatusChanged Sync status (none) → OutOfSync at revision 0123abcd",
-		"Warning HealthStatusChanged Health (none) → Degraded: deployment has no ready replicas",
+		"Warning SyncStatusChanged Sync status (none) → OutOfSync at revision 0123abcd; health (none) → Degraded: deployment has no ready replicas",
 		"Warning SyncError one or more objects failed to apply",
 	))
 
@@ -220,8 +219,7 @@ func TestStatusFollowsApplicationState(t *testing.T) {
 	))
 	h.g.Expect(h.get(depl).Status.Health.Status).To(Equal(v1.HealthStatusCodeHealthy))
 	h.g.Eventually(func() []string { return h.events(depl) }, eventually, poll).Should(ContainElements(
-		"Normal SyncStatusChanged Sync status OutOfSync → Synced at revision 0123abcd",
-		"Normal HealthStatusChanged Health Degraded → Healthy",
+		"Normal SyncStatusChanged Sync status OutOfSync → Synced at revision 0123abcd; health Degraded → Healthy",
 		"Normal SyncErrorResolved SyncError resolved",
 	))
 	// A repeated state records nothing new.

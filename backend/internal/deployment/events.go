@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -22,32 +23,41 @@ const (
 )
 
 // recordTransitions records an Event for every user-visible change from before to the
-// GitOpsDeployment's status: sync status, health, the end of a sync operation, and each
-// condition raised or resolved. Unchanged fields record nothing, so a status write that
-// repeats itself is silent.
+// GitOpsDeployment's status: sync status and health (one Event for both, as they usually
+// change together), the end of a sync operation, and each condition raised or resolved.
+// Unchanged fields record nothing, so a status write that repeats itself is silent, and so
+// is the first status of a new deployment while nothing is known (Unknown): Events cost
+// API writes, and that one says nothing.
 func recordTransitions(rec record.EventRecorder, depl *v1.GitOpsDeployment, before *v1.GitOpsDeploymentStatus) {
 	if rec == nil {
 		return
 	}
 	after := &depl.Status
-	if s := after.Sync.Status; s != "" && s != before.Sync.Status {
-		eventType := corev1.EventTypeNormal
+	var parts []string
+	reason, eventType := "", corev1.EventTypeNormal
+	if s := after.Sync.Status; changed(string(before.Sync.Status), string(s), string(v1.SyncStatusCodeUnknown)) {
+		reason = EventSyncStatusChanged
 		if s == v1.SyncStatusCodeOutOfSync {
 			eventType = corev1.EventTypeWarning
 		}
-		rec.Eventf(depl, eventType, EventSyncStatusChanged, "Sync status %s → %s%s",
-			orNone(string(before.Sync.Status)), s, atRevision(after.Sync.Revision))
+		parts = append(parts, fmt.Sprintf("Sync status %s → %s%s", orNone(string(before.Sync.Status)), s, atRevision(after.Sync.Revision)))
 	}
-	if h := after.Health.Status; h != "" && h != before.Health.Status {
-		eventType := corev1.EventTypeNormal
+	if h := after.Health.Status; changed(string(before.Health.Status), string(h), string(v1.HealthStatusCodeUnknown)) {
+		if reason == "" {
+			reason = EventHealthStatusChanged
+		}
 		if h == v1.HealthStatusCodeDegraded || h == v1.HealthStatusCodeMissing {
 			eventType = corev1.EventTypeWarning
 		}
-		msg := fmt.Sprintf("Health %s → %s", orNone(string(before.Health.Status)), h)
+		msg := fmt.Sprintf("health %s → %s", orNone(string(before.Health.Status)), h)
 		if after.Health.Message != "" {
 			msg += ": " + after.Health.Message
 		}
-		rec.Event(depl, eventType, EventHealthStatusChanged, msg)
+		parts = append(parts, msg)
+	}
+	if len(parts) > 0 {
+		msg := strings.Join(parts, "; ")
+		rec.Event(depl, eventType, reason, strings.ToUpper(msg[:1])+msg[1:])
 	}
 	if op := after.OperationState; op != nil && op.FinishedAt != nil &&
 		(before.OperationState == nil || before.OperationState.FinishedAt == nil || !before.OperationState.FinishedAt.Equal(op.FinishedAt)) {
@@ -79,6 +89,12 @@ func recordTransitions(rec record.EventRecorder, depl *v1.GitOpsDeployment, befo
 		}
 		rec.Event(depl, eventType, string(c.Reason), msg)
 	}
+}
+
+// changed says whether a status field went from before to a new value worth an Event: set,
+// different, and not the first value when that is unknown.
+func changed(before, after, unknown string) bool {
+	return after != "" && after != before && (before != "" || after != unknown)
 }
 
 func orNone(s string) string {
