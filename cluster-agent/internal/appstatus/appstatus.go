@@ -6,6 +6,7 @@ package appstatus
 
 import (
 	"bytes"
+	"reflect"
 	"context"
 	"encoding/json"
 	"errors"
@@ -104,6 +105,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		var err error
 		if row, err = r.Store.GetApplicationForEngineInstance(ctx, tx, r.Identity.InstanceID, st.ApplicationID); err != nil {
 			return err
+		}
+		if reflect.ValueOf(app.Status).IsZero() {
+			// Argo CD has not looked at it yet: there is nothing to report (the
+			// deployment's status stays empty rather than Unknown).
+			return nil
 		}
 		if changed, err = r.Store.UpsertApplicationState(ctx, tx, st); err != nil || !changed {
 			return err

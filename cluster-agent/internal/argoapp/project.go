@@ -141,8 +141,8 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 	var kept []string
 	for _, project := range []*argov1alpha1.AppProject{local, remote} {
 		if !needed[project.Name] && len(project.Spec.Destinations) == 0 {
-			if err := p.Client.Delete(ctx, project); client.IgnoreNotFound(err) != nil {
-				return nil, fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
+			if err := p.deleteIfPresent(ctx, project); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -158,6 +158,23 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 		}
 	}
 	return kept, nil
+}
+
+// deleteIfPresent deletes an AppProject the cache shows: most tenants never have one of
+// their two projects, and a delete call per operation would cost an API request each.
+// One created so recently that the cache misses it is left to the sweep.
+func (p *Projects) deleteIfPresent(ctx context.Context, project *argov1alpha1.AppProject) error {
+	err := p.Client.Get(ctx, client.ObjectKeyFromObject(project), &argov1alpha1.AppProject{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		err = client.IgnoreNotFound(p.Client.Delete(ctx, project))
+	}
+	if err != nil {
+		return fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
+	}
+	return nil
 }
 
 // write makes the AppProject say what want says, writing only when it does not. A project

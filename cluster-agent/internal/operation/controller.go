@@ -38,7 +38,6 @@ const ControllerName = "operation"
 
 // Messages of the operations' human-readable state set by the controller itself.
 const (
-	MessageInProgress    = "being applied to Argo CD"
 	MessageInternalError = "an internal error occurred in the cluster-agent; retrying"
 	// MessageGaveUp is the state of an operation that kept failing for the retry limit.
 	MessageGaveUp = "failed: the cluster-agent could not carry this out for %s (it kept failing; see its log)"
@@ -269,21 +268,9 @@ func (r *Reconciler) reconcileResource(ctx context.Context, resourceType db.Oper
 		return ctrl.Result{}, r.syncStatuses(ctx, ours)
 	}
 
-	// Claim the waiting operations.
-	var waiting []db.Operation
-	for _, op := range pending {
-		if op.State == db.OperationWaiting {
-			waiting = append(waiting, op)
-		}
-	}
-	if _, err := r.update(ctx, waiting, db.OperationInProgress, MessageInProgress); err != nil {
-		return ctrl.Result{}, err
-	}
-	for i := range pending {
-		if pending[i].State == db.OperationWaiting {
-			pending[i].State, pending[i].HumanReadableState = db.OperationInProgress, MessageInProgress
-		}
-	}
+	// No claim before the handler runs: most operations finish in one go, and each state
+	// change is a transaction and a notification. An operation that waits, fails or errs
+	// is marked In_Progress below.
 
 	tenantID := tenantOf(pending)
 	if tenantID != "" {
