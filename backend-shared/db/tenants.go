@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,19 @@ type Tenant struct {
 // safe to call concurrently (ON CONFLICT on the namespace UID). A renamed namespace name is
 // recorded, but only written when it differs, so the common call is a read.
 func (s *Store) GetOrCreateTenant(ctx context.Context, idb bun.IDB, namespaceUID, namespaceName string) (*Tenant, error) {
+	// The common case is one read. FOR KEY SHARE keeps a concurrent MoveTenant (FOR UPDATE)
+	// from changing the placement while the caller's transaction writes rows under it,
+	// without serialising the tenant's own reconciles, and without blocking their
+	// placement (an UPDATE of the row takes only FOR NO KEY UPDATE, which does not
+	// conflict, so two reconciles placing the same tenant cannot deadlock).
+	existing := new(Tenant)
+	err := idb.NewSelect().Model(existing).Where("tenant.namespace_uid = ?", namespaceUID).For("KEY SHARE").Scan(ctx)
+	switch {
+	case err == nil && existing.NamespaceName == namespaceName:
+		return existing, nil
+	case err != nil && !errors.Is(translate(err), ErrNotFound):
+		return nil, fmt.Errorf("tenant of namespace %s: %w", namespaceUID, translate(err))
+	}
 	t := &Tenant{NamespaceUID: namespaceUID, NamespaceName: namespaceName}
 	res, err := idb.NewInsert().Model(t).
 		Column("namespace_uid", "namespace_name").

@@ -45,7 +45,10 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 		if err != nil {
 			return err
 		}
-		if engine, err = r.Tenancy.EngineInstance(ctx, tx, tenant); err != nil {
+		if tenant.EngineInstanceID != "" {
+			// Placed: the id is all the rows and operations need.
+			engine = &db.EngineInstance{ID: tenant.EngineInstanceID}
+		} else if engine, err = r.Tenancy.EngineInstance(ctx, tx, tenant); err != nil {
 			return err
 		}
 		want.input.Project = argocd.ProjectName(tenant.ID, want.input.Destination)
@@ -61,21 +64,23 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 		if err != nil {
 			return err
 		}
-		if _, err := r.Store.GetOrCreateDeploymentMapping(ctx, tx, &db.DeploymentMapping{
-			DeploymentUID: string(depl.UID), TenantID: tenant.ID,
-			DeploymentName: depl.Name, DeploymentNamespace: depl.Namespace, ApplicationID: app.ID,
-		}); err != nil {
-			return err
-		}
-		if _, err := r.Store.AddAppProjectRepository(ctx, tx, tenant.ID, want.input.RepoURL); err != nil {
-			return err
-		}
-		if want.managedEnvironmentID != "" {
-			if _, err := r.Store.AddAppProjectDestination(ctx, tx, tenant.ID, want.managedEnvironmentID); err != nil {
+		if changed {
+			// The mapping and the AppProject's rows were written with the application
+			// row as it is; only a change needs them again.
+			if _, err := r.Store.GetOrCreateDeploymentMapping(ctx, tx, &db.DeploymentMapping{
+				DeploymentUID: string(depl.UID), TenantID: tenant.ID,
+				DeploymentName: depl.Name, DeploymentNamespace: depl.Namespace, ApplicationID: app.ID,
+			}); err != nil {
 				return err
 			}
-		}
-		if changed {
+			if _, err := r.Store.AddAppProjectRepository(ctx, tx, tenant.ID, want.input.RepoURL); err != nil {
+				return err
+			}
+			if want.managedEnvironmentID != "" {
+				if _, err := r.Store.AddAppProjectDestination(ctx, tx, tenant.ID, want.managedEnvironmentID); err != nil {
+					return err
+				}
+			}
 			op, err := r.Signal.Row(ctx, tx, engine, tenant.ID, db.OperationResourceApplication, app.ID)
 			if err != nil {
 				return err
