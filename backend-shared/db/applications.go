@@ -32,8 +32,8 @@ type Application struct {
 	// (see MoveTenant); empty when it is not moving.
 	MovingFromEngineInstanceID string                       `bun:"moving_from_engine_instance_id,nullzero,type:uuid"`
 	Spec                       argov1alpha1.ApplicationSpec `bun:"spec,type:jsonb,notnull"`
-	CreatedAt            time.Time                    `bun:"created_at,nullzero,notnull,default:current_timestamp"`
-	UpdatedAt            time.Time                    `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+	CreatedAt                  time.Time                    `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+	UpdatedAt                  time.Time                    `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
 }
 
 // UpsertApplication inserts app, or updates the application of the same name when its
@@ -56,9 +56,9 @@ func (s *Store) UpsertApplication(ctx context.Context, idb bun.IDB, app *Applica
 		Column(columns...).
 		On("CONFLICT (name) DO UPDATE").
 		Set("engine_instance_id = EXCLUDED.engine_instance_id").
-		Set("moving_from_engine_instance_id = CASE "+
-			"WHEN app.engine_instance_id = EXCLUDED.engine_instance_id THEN app.moving_from_engine_instance_id "+
-			"WHEN app.moving_from_engine_instance_id = EXCLUDED.engine_instance_id THEN NULL "+
+		Set("moving_from_engine_instance_id = CASE " +
+			"WHEN app.engine_instance_id = EXCLUDED.engine_instance_id THEN app.moving_from_engine_instance_id " +
+			"WHEN app.moving_from_engine_instance_id = EXCLUDED.engine_instance_id THEN NULL " +
 			"ELSE app.engine_instance_id END").
 		Set("managed_environment_id = EXCLUDED.managed_environment_id").
 		Set("spec = EXCLUDED.spec").

@@ -6,11 +6,11 @@ package appstatus
 
 import (
 	"bytes"
-	"reflect"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"

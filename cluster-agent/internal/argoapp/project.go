@@ -12,8 +12,8 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/uptrace/bun"
-	"k8s.io/apimachinery/pkg/api/equality"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,9 +49,9 @@ type Projects struct {
 	// APIReader reads Applications from the API server when deciding whether a tenant
 	// served elsewhere still needs anything here (the cache may lag behind a release).
 	APIReader client.Reader
-	DB       bun.IDB
-	Store    Store
-	Identity engine.Identity
+	DB        bun.IDB
+	Store     Store
+	Identity  engine.Identity
 }
 
 var _ operation.Handler = (*Projects)(nil)

@@ -197,8 +197,12 @@ func (b *bench) pipeline(ctx context.Context, size int) (apps, statuses, firstAp
 				return 0, 0, 0, err
 			}
 		case <-timeout:
-			return 0, 0, 0, fmt.Errorf("after %s: %d of %d Applications, %d of %d statuses (status writer: %v)",
-				b.cfg.PhaseTimeout, len(seen), size, len(populated), size, b.writer.failed())
+			err := fmt.Errorf("after %s: %d of %d Applications, %d of %d statuses",
+				b.cfg.PhaseTimeout, len(seen), size, len(populated), size)
+			if werr := b.writer.failed(); werr != nil {
+				err = fmt.Errorf("%w (status writer: %w)", err, werr)
+			}
+			return 0, 0, 0, err
 		}
 	}
 	return apps, statuses, firstApp, nil
