@@ -39,3 +39,20 @@ func Run(ctx context.Context, name string, interval time.Duration, fn func(conte
 func jittered(interval time.Duration) time.Duration {
 	return wait.Jitter(time.Duration(float64(interval)*(1-JitterFactor)), 2*JitterFactor/(1-JitterFactor))
 }
+
+// Task is a manager Runnable that calls Run every Interval (as Run does), on the elected
+// leader only: the sweeps and the rebalancer.
+type Task struct {
+	Name     string
+	Interval time.Duration
+	Run      func(context.Context) error
+}
+
+// Start implements manager.Runnable.
+func (t *Task) Start(ctx context.Context) error {
+	Run(ctx, t.Name, t.Interval, t.Run)
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: only the leader runs it.
+func (t *Task) NeedLeaderElection() bool { return true }

@@ -47,3 +47,23 @@ func TestJitterStaysWithinTwentyPercent(t *testing.T) {
 		}
 	}
 }
+
+func TestTaskRunsOnTheLeaderUntilCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls atomic.Int32
+	task := &Task{Name: "test", Interval: 10 * time.Millisecond, Run: func(context.Context) error {
+		if calls.Add(1) == 2 {
+			cancel()
+		}
+		return nil
+	}}
+	if !task.NeedLeaderElection() {
+		t.Fatal("a periodic task must run on the leader only")
+	}
+	if err := task.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("calls = %d, want 2 before the context ended", got)
+	}
+}

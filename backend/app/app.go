@@ -128,10 +128,11 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	placer := &tenancy.BoundedLoad{}
 	resolver := &tenancy.Resolver{Store: store, Placer: placer, Namespaces: mgr.GetClient()}
 	signaller := &signal.Signaller{DB: database, Store: store, Client: mgr.GetClient(), GCExpirationSeconds: o.OperationGCSeconds}
-	if err := mgr.Add(&rebalance.Rebalancer{
+	rebalancer := &rebalance.Rebalancer{
 		Mover: &rebalance.Mover{DB: database, Store: store, Signal: signaller}, Planner: placer,
 		Interval: o.RebalanceInterval, MaxMoves: o.RebalanceMaxMoves,
-	}); err != nil {
+	}
+	if err := mgr.Add(rebalancer.Task()); err != nil {
 		return err
 	}
 	router := events.NewRouter(mgr.GetClient(), database, store, log.WithName("events"),
@@ -173,7 +174,7 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	if err := repositoryCredentials.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(&sweep.Sweeper{
+	sweeper := &sweep.Sweeper{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), DB: database, Store: store, Signal: signaller, Interval: o.SweepInterval,
 		Kinds: map[string]sweep.Kind{
 			sweep.KindDeployment:          {New: func() client.Object { return &v1.GitOpsDeployment{} }, Reconciler: deployments},
@@ -185,7 +186,8 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 				Remover: &mapping.Remover{DB: database, Store: store, Tenancy: resolver, Signal: signaller, Kind: db.APIResourceRepositoryCredential,
 					ResourceType: db.OperationResourceRepositoryCredential, DeleteRow: store.DeleteRepositoryCredential}},
 		},
-	}); err != nil {
+	}
+	if err := mgr.Add(sweeper.Task()); err != nil {
 		return err
 	}
 	listener := &notify.Listener{

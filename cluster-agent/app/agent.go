@@ -154,14 +154,14 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 	}).SetupWithManager(mgr); err != nil {
 		return engine.Identity{}, fmt.Errorf("setting up the application status controller: %w", err)
 	}
-	if err := mgr.Add(&opgc.Collector{
-		Client: c, DB: bdb, Store: store, Identity: id, Interval: opts.OperationGCInterval,
-	}); err != nil {
+	collector := &opgc.Collector{Client: c, DB: bdb, Store: store, Identity: id, Interval: opts.OperationGCInterval}
+	if err := mgr.Add(collector.Task()); err != nil {
 		return engine.Identity{}, fmt.Errorf("adding the operation garbage collector: %w", err)
 	}
-	if err := mgr.Add(&sweep.Sweeper{
+	sweeper := &sweep.Sweeper{
 		Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Interval: opts.SweepInterval, Projects: projects,
-	}); err != nil {
+	}
+	if err := mgr.Add(sweeper.Task()); err != nil {
 		return engine.Identity{}, fmt.Errorf("adding the sweep: %w", err)
 	}
 	return id, nil

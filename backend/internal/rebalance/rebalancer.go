@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
@@ -51,21 +50,12 @@ type Rebalancer struct {
 	MaxMoves int
 }
 
-var (
-	_ manager.Runnable               = (*Rebalancer)(nil)
-	_ manager.LeaderElectionRunnable = (*Rebalancer)(nil)
-)
-
-// NeedLeaderElection implements manager.LeaderElectionRunnable: only the leader moves.
-func (r *Rebalancer) NeedLeaderElection() bool { return true }
-
-// Start runs the rebalancer every Interval (jittered; 0 disables it) until ctx ends.
-func (r *Rebalancer) Start(ctx context.Context) error {
-	periodic.Run(ctx, "rebalance", r.Interval, func(ctx context.Context) error {
+// Task runs the rebalancer every Interval (jittered; 0 disables it), on the leader.
+func (r *Rebalancer) Task() *periodic.Task {
+	return &periodic.Task{Name: "rebalance", Interval: r.Interval, Run: func(ctx context.Context) error {
 		_, err := r.Run(ctx)
 		return err
-	})
-	return nil
+	}}
 }
 
 // Run plans once and starts up to MaxMoves moves; it returns the moves started.

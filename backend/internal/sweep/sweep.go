@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -109,21 +108,12 @@ type Sweeper struct {
 	Pause     time.Duration
 }
 
-var (
-	_ manager.Runnable               = (*Sweeper)(nil)
-	_ manager.LeaderElectionRunnable = (*Sweeper)(nil)
-)
-
-// NeedLeaderElection implements manager.LeaderElectionRunnable: only the leader sweeps.
-func (s *Sweeper) NeedLeaderElection() bool { return true }
-
-// Start runs the sweep every Interval until ctx ends.
-func (s *Sweeper) Start(ctx context.Context) error {
-	periodic.Run(ctx, "sweep", s.Interval, func(ctx context.Context) error {
+// Task runs the sweep every Interval (jittered; 0 disables it), on the leader.
+func (s *Sweeper) Task() *periodic.Task {
+	return &periodic.Task{Name: "sweep", Interval: s.Interval, Run: func(ctx context.Context) error {
 		_, err := s.Run(ctx)
 		return err
-	})
-	return nil
+	}}
 }
 
 // Result counts what one run did.

@@ -10,13 +10,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/periodic"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 )
@@ -25,8 +24,6 @@ import (
 const (
 	DefaultInterval  = time.Minute
 	DefaultBatchSize = 100
-	// jitterFactor spreads the runs of several agents sharing one database.
-	jitterFactor = 0.2
 )
 
 // Store is the part of the database the collector uses.
@@ -52,29 +49,11 @@ type Collector struct {
 	Existing ExistingFunc
 }
 
-var (
-	_ manager.Runnable               = (*Collector)(nil)
-	_ manager.LeaderElectionRunnable = (*Collector)(nil)
-)
-
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=get;list;watch;delete
 
-// NeedLeaderElection implements manager.LeaderElectionRunnable: only the leader collects.
-func (c *Collector) NeedLeaderElection() bool { return true }
-
-// Start runs the collector until ctx ends.
-func (c *Collector) Start(ctx context.Context) error {
-	if c.Interval <= 0 {
-		return nil
-	}
-	log := ctrl.LoggerFrom(ctx).WithName("operation-gc")
-	ctx = ctrl.LoggerInto(ctx, log)
-	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
-		if err := c.Collect(ctx); err != nil {
-			log.Error(err, "Garbage-collecting operations failed")
-		}
-	}, c.Interval, jitterFactor, true)
-	return nil
+// Task runs the collector every Interval (jittered; 0 disables it), on the leader.
+func (c *Collector) Task() *periodic.Task {
+	return &periodic.Task{Name: "operation-gc", Interval: c.Interval, Run: c.Collect}
 }
 
 // Collect deletes every expired operation, batch by batch, then the orphaned CRs.

@@ -32,7 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -122,26 +121,17 @@ type ProjectEnsurer interface {
 	Ensure(ctx context.Context, tenantID string, gone ...string) ([]string, error)
 }
 
-var (
-	_ manager.Runnable               = (*Sweeper)(nil)
-	_ manager.LeaderElectionRunnable = (*Sweeper)(nil)
-)
-
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch
 // +kubebuilder:rbac:groups=argoproj.io,resources=appprojects,verbs=list
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=list
 
-// NeedLeaderElection implements manager.LeaderElectionRunnable: only the leader sweeps.
-func (s *Sweeper) NeedLeaderElection() bool { return true }
-
-// Start runs the sweep every Interval until ctx ends.
-func (s *Sweeper) Start(ctx context.Context) error {
-	periodic.Run(ctx, "sweep", s.Interval, func(ctx context.Context) error {
+// Task runs the sweep every Interval (jittered; 0 disables it), on the leader.
+func (s *Sweeper) Task() *periodic.Task {
+	return &periodic.Task{Name: "sweep", Interval: s.Interval, Run: func(ctx context.Context) error {
 		_, err := s.Run(ctx)
 		return err
-	})
-	return nil
+	}}
 }
 
 // Result counts what one run did.
