@@ -3,8 +3,6 @@ package observability
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -15,8 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,39 +25,6 @@ import (
 
 // dashboardPath is the dashboard whose queries the binaries must answer.
 const dashboardPath = "../../manifests/dashboards/gitops-service.json"
-
-// scrape reads and parses a binary's /metrics.
-func scrape(ctx context.Context, addr string) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/plain; version=0.0.4")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("GET %s/metrics: %s: %s", addr, resp.Status, body)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
-}
-
-// scrapeAll scrapes every binary of s.
-func scrapeAll(ctx context.Context, s *stack.Stack) (map[string]map[string]*dto.MetricFamily, error) {
-	out := map[string]map[string]*dto.MetricFamily{}
-	for name, addr := range s.MetricsAddr {
-		mfs, err := scrape(ctx, addr)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out[name] = mfs
-	}
-	return out, nil
-}
 
 // exported says which binary exports a metric a query names: the family itself, or for
 // name_bucket, name_sum and name_count the histogram or summary family name.
@@ -196,7 +159,7 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 	var scrapes map[string]map[string]*dto.MetricFamily
 	g.Eventually(func() error {
 		var err error
-		if scrapes, err = scrapeAll(ctx, s); err != nil {
+		if scrapes, err = s.ScrapeAll(ctx); err != nil {
 			return err
 		}
 		for _, w := range wanted {

@@ -2,14 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // idle (P3) waits until the binaries have settled, then counts over a quiet window the
@@ -28,7 +23,7 @@ func (b *bench) idle(ctx context.Context, size int) (*Idle, error) {
 	// Scraping /metrics runs the backend's and the agent's database-backed gauges: scrape
 	// before the reset and after the count, so that the window holds only what the service
 	// does on its own.
-	before, err := b.scrapeAll(ctx)
+	before, err := b.s.ScrapeAll(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +46,7 @@ func (b *bench) idle(ctx context.Context, size int) (*Idle, error) {
 	if res.TopStatements, err = topStatements(ctx, b.s.DatabaseURL, 10); err != nil {
 		return nil, err
 	}
-	after, err := b.scrapeAll(ctx)
+	after, err := b.s.ScrapeAll(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +80,7 @@ func (b *bench) settle(ctx context.Context) (time.Duration, error) {
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for quiet := 0; quiet < 3; {
-		scrapes, err := b.scrapeAll(ctx)
+		scrapes, err := b.s.ScrapeAll(ctx)
 		if err != nil {
 			return 0, err
 		}
@@ -107,39 +102,6 @@ func (b *bench) settle(ctx context.Context) (time.Duration, error) {
 		time.Sleep(time.Second)
 	}
 	return time.Since(start), nil
-}
-
-// scrapeAll reads every binary's /metrics.
-func (b *bench) scrapeAll(ctx context.Context) (map[string]map[string]*dto.MetricFamily, error) {
-	out := map[string]map[string]*dto.MetricFamily{}
-	for name, addr := range b.s.MetricsAddr {
-		mfs, err := scrape(ctx, addr)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out[name] = mfs
-	}
-	return out, nil
-}
-
-// scrape reads and parses the Prometheus text exposition at http://addr/metrics.
-func scrape(ctx context.Context, addr string) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/plain; version=0.0.4")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("GET %s/metrics: %s: %s", addr, resp.Status, body)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
 }
 
 // sumByLabel sums a counter or gauge family's samples by the value of one label.

@@ -71,14 +71,14 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	}
 	progress("P1 pipeline: creating %d GitOpsDeployments in %d namespaces", size, b.cfg.Namespaces)
 	cpuBefore := cpuByProgram()
-	metricsBefore, err := b.scrapeAll(ctx)
+	metricsBefore, err := b.s.ScrapeAll(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if tp.PipelineAppsSeconds, tp.PipelineStatusSeconds, tp.PipelineFirstAppSeconds, err = b.pipeline(ctx, size); err != nil {
 		return nil, err
 	}
-	metricsAfter, err := b.scrapeAll(ctx)
+	metricsAfter, err := b.s.ScrapeAll(ctx)
 	if err != nil {
 		return nil, err
 	}
