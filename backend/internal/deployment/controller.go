@@ -138,6 +138,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	depl.Status.ObservedGeneration = depl.Generation
 	if err := r.patchStatus(ctx, depl, before); err != nil {
+		if apierrors.IsConflict(err) && applyErr == nil {
+			// The cache has not caught up with a write (often our own previous status
+			// write, whose event the predicate filters out): look again shortly, without
+			// the error backoff and its log line.
+			ctrl.LoggerFrom(ctx).V(1).Info("Status is stale in the cache; retrying")
+			return ctrl.Result{RequeueAfter: staleRetry}, nil
+		}
 		return ctrl.Result{}, errors.Join(applyErr, err)
 	}
 	recordTransitions(r.Recorder, depl, before)
@@ -151,6 +158,9 @@ func (r *Reconciler) setErrorCondition(depl *v1.GitOpsDeployment, msg string, no
 	depl.Status.Conditions, _ = conditions.Set(depl.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
 		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, now)
 }
+
+// staleRetry is how soon a reconcile whose status patch met a newer object runs again.
+const staleRetry = 200 * time.Millisecond
 
 // patchStatus writes the status once, and only when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, depl *v1.GitOpsDeployment, before *v1.GitOpsDeploymentStatus) error {

@@ -146,17 +146,23 @@ func createNamespaces(ctx context.Context, c client.Client, n int) ([]string, er
 // N Argo CD Applications and when all N GitOpsDeployments showed the written status,
 // watching both (not polling).
 func (b *bench) pipeline(ctx context.Context, size int) (apps, statuses, firstApp float64, err error) {
-	appsW, err := b.c.Watch(ctx, &argov1alpha1.ApplicationList{}, client.InNamespace(stack.EngineNamespace),
-		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue})
+	// The API server ends a watch now and then; a new one starts with an Added event for
+	// every object that exists, which the loop below counts idempotently.
+	watchApps := func() (watch.Interface, error) {
+		return b.c.Watch(ctx, &argov1alpha1.ApplicationList{}, client.InNamespace(stack.EngineNamespace),
+			client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue})
+	}
+	watchDeployments := func() (watch.Interface, error) { return b.c.Watch(ctx, &v1.GitOpsDeploymentList{}) }
+	appsW, err := watchApps()
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	defer appsW.Stop()
-	deplW, err := b.c.Watch(ctx, &v1.GitOpsDeploymentList{})
+	defer func() { appsW.Stop() }()
+	deplW, err := watchDeployments()
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	defer deplW.Stop()
+	defer func() { deplW.Stop() }()
 	start := time.Now()
 	createErr := make(chan error, 1)
 	go func() {
@@ -170,7 +176,10 @@ func (b *bench) pipeline(ctx context.Context, size int) (apps, statuses, firstAp
 		select {
 		case ev, ok := <-appsW.ResultChan():
 			if !ok {
-				return 0, 0, 0, fmt.Errorf("application watch closed after %d Applications", len(seen))
+				if appsW, err = watchApps(); err != nil {
+					return 0, 0, 0, fmt.Errorf("watching Applications again after %d: %w", len(seen), err)
+				}
+				continue
 			}
 			if ev.Type == watch.Added {
 				seen[ev.Object.(client.Object).GetName()] = true
@@ -183,7 +192,10 @@ func (b *bench) pipeline(ctx context.Context, size int) (apps, statuses, firstAp
 			}
 		case ev, ok := <-deplW.ResultChan():
 			if !ok {
-				return 0, 0, 0, fmt.Errorf("GitOpsDeployment watch closed after %d statuses", len(populated))
+				if deplW, err = watchDeployments(); err != nil {
+					return 0, 0, 0, fmt.Errorf("watching GitOpsDeployments again after %d statuses: %w", len(populated), err)
+				}
+				continue
 			}
 			d, isDepl := ev.Object.(*v1.GitOpsDeployment)
 			if isDepl && (ev.Type == watch.Added || ev.Type == watch.Modified) && showsWriterStatus(d) {
