@@ -138,9 +138,14 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 	g.Eventually(func() error {
 		return c.Get(ctx, client.ObjectKey{Namespace: stack.EngineNamespace, Name: argocd.ApplicationName(depl.UID)}, app)
 	}, time.Minute, 200*time.Millisecond).Should(Succeed(), "the cluster-agent creates the Argo CD Application")
+	// Argo CD reports (none runs here, so the test writes the status as it would).
+	patch := client.MergeFrom(app.DeepCopy())
+	app.Status.Sync = argov1alpha1.SyncStatus{Status: argov1alpha1.SyncStatusCodeSynced, Revision: "0123abcd"}
+	app.Status.Health.Status = "Healthy"
+	g.Expect(c.Patch(ctx, app, patch)).To(Succeed())
 
 	// The new metrics have samples once the pipeline has gone round: the operation was
-	// carried out, the (empty) Application status was written to the database and the
+	// carried out, the Application status was written to the database and the
 	// GitOpsDeployment status shows it.
 	type sample struct {
 		binary, name string
