@@ -1,6 +1,9 @@
 package argocd
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -51,19 +54,32 @@ func appProject(namespace, name, tenantID string, repos []string, dests []argov1
 	slices.SortFunc(dests, func(a, b argov1alpha1.ApplicationDestination) int {
 		return strings.Compare(a.Server+"|"+a.Name+"|"+a.Namespace, b.Server+"|"+b.Name+"|"+b.Namespace)
 	})
+	spec := argov1alpha1.AppProjectSpec{
+		SourceRepos:              slices.Clone(repos),
+		Destinations:             slices.Compact(dests),
+		ClusterResourceWhitelist: clusterResources,
+	}
 	return &argov1alpha1.AppProject{
 		TypeMeta: metav1.TypeMeta{APIVersion: argov1alpha1.SchemeGroupVersion.String(), Kind: "AppProject"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: namespace,
-			Labels:    map[string]string{LabelManagedBy: ManagedByValue, LabelTenantID: tenantID},
+			Name:        name,
+			Namespace:   namespace,
+			Labels:      map[string]string{LabelManagedBy: ManagedByValue, LabelTenantID: tenantID},
+			Annotations: map[string]string{AnnotationDataHash: ProjectSpecHash(spec)},
 		},
-		Spec: argov1alpha1.AppProjectSpec{
-			SourceRepos:              slices.Clone(repos),
-			Destinations:             slices.Compact(dests),
-			ClusterResourceWhitelist: clusterResources,
-		},
+		Spec: spec,
 	}
+}
+
+// ProjectSpecHash is a SHA-256 of an AppProject's spec, kept in AnnotationDataHash so that
+// the sweep can tell a project edited by hand without reading the rows it came from.
+func ProjectSpecHash(spec argov1alpha1.AppProjectSpec) string {
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return "" // never for these types; an empty hash only makes the sweep look closer
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // uniqueRepositories sorts repository URLs and keeps one of each set that Argo CD treats

@@ -101,6 +101,16 @@ func (s *Store) ExistingTenantIDs(ctx context.Context, idb bun.IDB, _ string, id
 	return existingIDs(ctx, idb.NewSelect().Table("tenants").Column("id"), "id", ids)
 }
 
+// ServedTenantIDs returns which of ids (valid UUIDs) are tenants the engine instance
+// serves (see TenantServedBy), in one query.
+func (s *Store) ServedTenantIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error) {
+	return existingIDs(ctx, idb.NewSelect().TableExpr("tenants AS tenant").Column("id").
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("tenant.engine_instance_id = ?", engineInstanceID).
+				WhereOr("EXISTS (SELECT 1 FROM applications WHERE tenant_id = tenant.id AND moving_from_engine_instance_id = ?)", engineInstanceID)
+		}), "id", ids)
+}
+
 // existingIDs runs q restricted to column IN ids and returns the ids it found.
 func existingIDs(ctx context.Context, q *bun.SelectQuery, column string, ids []string) (map[string]bool, error) {
 	found := map[string]bool{}

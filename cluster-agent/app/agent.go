@@ -159,7 +159,7 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		return engine.Identity{}, fmt.Errorf("adding the operation garbage collector: %w", err)
 	}
 	sweeper := &sweep.Sweeper{
-		Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Interval: opts.SweepInterval, Projects: projects,
+		Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Interval: opts.SweepInterval,
 	}
 	if err := mgr.Add(sweeper.Task()); err != nil {
 		return engine.Identity{}, fmt.Errorf("adding the sweep: %w", err)

@@ -201,6 +201,12 @@ func (p *Projects) write(ctx context.Context, want *argov1alpha1.AppProject) err
 	for k, v := range want.Labels {
 		have.Labels[k] = v
 	}
+	if have.Annotations == nil {
+		have.Annotations = map[string]string{}
+	}
+	for k, v := range want.Annotations {
+		have.Annotations[k] = v
+	}
 	if err := p.Client.Update(ctx, have, client.FieldOwner(argocd.FieldManager)); err != nil {
 		return fmt.Errorf("updating AppProject %s: %w", want.Name, err)
 	}
@@ -212,6 +218,11 @@ func (p *Projects) write(ctx context.Context, want *argov1alpha1.AppProject) err
 func upToDate(have, want *argov1alpha1.AppProject) bool {
 	for k, v := range want.Labels {
 		if have.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range want.Annotations {
+		if have.Annotations[k] != v {
 			return false
 		}
 	}

@@ -88,6 +88,7 @@ type Store interface {
 	ExistingManagedEnvironmentIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
 	ExistingRepositoryCredentialIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
 	ExistingTenantIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
+	ServedTenantIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
 	ListPendingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
 	CreateOperation(ctx context.Context, idb bun.IDB, op *db.Operation) error
@@ -112,13 +113,6 @@ type Sweeper struct {
 	// GCExpirationSeconds is the retention of the deletion operations the sweep creates
 	// (default DefaultGCExpirationSeconds).
 	GCExpirationSeconds int
-	// Projects, when set, makes each tenant's AppProjects match the rows (undoing hand edits).
-	Projects ProjectEnsurer
-}
-
-// ProjectEnsurer makes a tenant's AppProjects match the rows (argoapp.Projects).
-type ProjectEnsurer interface {
-	Ensure(ctx context.Context, tenantID string, gone ...string) ([]string, error)
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=get;list;watch;create
@@ -185,10 +179,7 @@ func (s *Sweeper) sweepApplications(ctx context.Context, res *Result) error {
 		byID[id] = app
 		ids = append(ids, id)
 	}
-	batch := s.BatchSize
-	if batch <= 0 {
-		batch = DefaultBatchSize
-	}
+	batch := s.batchSize()
 	for start := 0; start < len(ids); start += batch {
 		chunk := ids[start:min(start+batch, len(ids))]
 		found, err := s.Store.ExistingApplicationIDs(ctx, s.DB, s.Identity.InstanceID, chunk)
@@ -216,16 +207,17 @@ func (s *Sweeper) sweepApplications(ctx context.Context, res *Result) error {
 
 // sweepCredentialsAndProjects signals the deletion of the service's cluster Secrets,
 // repository Secrets and AppProjects whose row is gone, and puts back those changed by
-// hand: a Secret whose data no longer matches the hash the agent wrote gets an operation of
-// its kind (the handler applies it again), and each AppProject is made to match the rows.
+// hand: a Secret or AppProject whose content no longer matches the hash the agent wrote
+// gets an operation of its kind (the handler applies it again). So does each tenant with
+// objects here that this instance no longer serves (the handler removes them). Nothing is
+// read per tenant: the sweep's cost is a few batched queries, whatever the tenant count.
 func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result) error {
 	secrets := &corev1.SecretList{}
 	if err := s.APIReader.List(ctx, secrets, client.InNamespace(s.Identity.Namespace),
 		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue}); err != nil {
 		return fmt.Errorf("listing Secrets: %w", err)
 	}
-	projects := &metav1.PartialObjectMetadataList{}
-	projects.SetGroupVersionKind(argov1alpha1.SchemeGroupVersion.WithKind("AppProjectList"))
+	projects := &argov1alpha1.AppProjectList{}
 	if err := s.APIReader.List(ctx, projects, client.InNamespace(s.Identity.Namespace),
 		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue}); err != nil {
 		return fmt.Errorf("listing AppProjects: %w", err)
@@ -243,34 +235,64 @@ func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result) 
 			repos[id] = o
 		}
 	}
-	for _, p := range projects.Items {
+	for i := range projects.Items {
+		p := &projects.Items[i]
 		id := p.Labels[argocd.LabelTenantID]
-		tenants[id] = object{name: p.Name, tenantID: id}
+		want, ok := p.Annotations[argocd.AnnotationDataHash]
+		o := object{name: p.Name, tenantID: id, drifted: !ok || argocd.ProjectSpecHash(p.Spec) != want}
+		o.drifted = o.drifted || tenants[id].drifted // two AppProjects per tenant
+		tenants[id] = o
 	}
 	// A tenant with Secrets but no AppProject here (it moved away, and the agent stopped
-	// before cleaning up): making its AppProjects match the rows removes the Secrets too.
+	// before cleaning up): its AppProject operation removes the Secrets too.
 	for i := range secrets.Items {
 		id := secrets.Items[i].Labels[argocd.LabelTenantID]
 		if _, ok := tenants[id]; !ok && id != "" {
-			tenants[id] = object{name: "the Secrets of tenant " + id, tenantID: id}
+			tenants[id] = object{name: "the Secrets of tenant " + id, tenantID: id, drifted: true}
 		}
 	}
-	errs := []error{
+	if err := s.markTenantsServedElsewhere(ctx, tenants); err != nil {
+		return err
+	}
+	return errors.Join(
 		s.signalOrphans(ctx, db.OperationResourceManagedEnvironment, clusters, s.Store.ExistingManagedEnvironmentIDs, &res.ClusterSecrets, res),
 		s.signalOrphans(ctx, db.OperationResourceRepositoryCredential, repos, s.Store.ExistingRepositoryCredentialIDs, &res.RepositorySecrets, res),
 		s.signalOrphans(ctx, db.OperationResourceAppProject, tenants, s.Store.ExistingTenantIDs, &res.AppProjects, res),
+	)
+}
+
+func (s *Sweeper) batchSize() int {
+	if s.BatchSize > 0 {
+		return s.BatchSize
 	}
-	if s.Projects != nil {
-		for id, o := range tenants {
-			if !o.live {
-				continue
-			}
-			if _, err := s.Projects.Ensure(ctx, id); err != nil {
-				errs = append(errs, fmt.Errorf("making AppProject %s match the rows: %w", o.name, err))
+	return DefaultBatchSize
+}
+
+// markTenantsServedElsewhere marks as drifted the tenants with objects here that this
+// instance no longer serves (they moved away), so that their AppProject operation removes
+// what is left of them; one query per batch.
+func (s *Sweeper) markTenantsServedElsewhere(ctx context.Context, tenants map[string]object) error {
+	var ids []string
+	for id := range tenants {
+		if _, err := uuid.Parse(id); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	for start := 0; start < len(ids); start += s.batchSize() {
+		chunk := ids[start:min(start+s.batchSize(), len(ids))]
+		served, err := s.Store.ServedTenantIDs(ctx, s.DB, s.Identity.InstanceID, chunk)
+		if err != nil {
+			return fmt.Errorf("checking which tenants this instance serves: %w", err)
+		}
+		for _, id := range chunk {
+			if !served[id] {
+				o := tenants[id]
+				o.drifted = true
+				tenants[id] = o
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // object is an Argo CD object of the service found by the sweep, by row id.
@@ -300,10 +322,7 @@ func (s *Sweeper) signalOrphans(ctx context.Context, resourceType db.OperationRe
 			ids = append(ids, id)
 		}
 	}
-	batch := s.BatchSize
-	if batch <= 0 {
-		batch = DefaultBatchSize
-	}
+	batch := s.batchSize()
 	for start := 0; start < len(ids); start += batch {
 		chunk := ids[start:min(start+batch, len(ids))]
 		found, err := exists(ctx, s.DB, s.Identity.InstanceID, chunk)
