@@ -48,6 +48,7 @@ type config struct {
 	LatencySamples    int
 	Settle            time.Duration
 	IdleWindow        time.Duration
+	SweepInterval     time.Duration
 	PhaseTimeout      time.Duration
 	Phases            map[string]bool
 	PlacementArgs     string
@@ -70,6 +71,7 @@ func main() {
 	flag.IntVar(&cfg.LatencySamples, "latency-samples", 200, "P2: status changes to time, one at a time.")
 	flag.DurationVar(&cfg.Settle, "settle", 10*time.Second, "P3: minimum wait before the idle window; the binaries' work queues must also be empty.")
 	flag.DurationVar(&cfg.IdleWindow, "idle-window", 2*time.Minute, "P3: length of the quiet window.")
+	flag.DurationVar(&cfg.SweepInterval, "sweep-interval", 0, "P3: --sweep-interval of the backend and the cluster-agent, so that the idle window holds sweep runs (0: the binaries' default, 10m).")
 	flag.DurationVar(&cfg.PhaseTimeout, "timeout", 30*time.Minute, "Give up a P1 phase (floor or pipeline) after this long.")
 	flag.StringVar(&phases, "phases", strings.Join(allPhases, ","), "Phases to run: any of p1,p2,p3,p4,p6 (p2 and p3 need the deployments of p1).")
 	flag.StringVar(&cfg.PlacementArgs, "placement-args", "--instances 10 --tenants 10000", "P6: arguments of `backend engine-instances simulate --json`.")
@@ -169,9 +171,15 @@ func run(cfg config) error {
 func runSize(ctx context.Context, cfg config, stackDir string, size int, res *Result) (err error) {
 	main := size == cfg.N
 	progress("N = %d: starting a fresh stack", size)
+	var args map[string][]string
+	if cfg.SweepInterval > 0 {
+		sweep := "--sweep-interval=" + cfg.SweepInterval.String()
+		args = map[string][]string{"backend": {sweep}, "cluster-agent": {sweep}}
+	}
 	s, err := stack.Start(ctx, stack.Options{
 		Dir:      stackDir,
 		Binaries: []string{"backend", "cluster-agent"},
+		Args:     args,
 		Progress: func(step string) { progress("%s", step) },
 	})
 	if err != nil {
