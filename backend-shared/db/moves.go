@@ -113,14 +113,8 @@ func (s *Store) FinishApplicationMove(ctx context.Context, idb bun.IDB, id, from
 // Secrets: the tenant is placed on it, or applications of the tenant are still moving
 // away from it.
 func (s *Store) TenantServedBy(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (bool, error) {
-	served, err := idb.NewSelect().TableExpr("tenants AS tenant").
-		Where("tenant.id = ?", tenantID).
-		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("tenant.engine_instance_id = ?", engineInstanceID).
-				WhereOr("EXISTS (SELECT 1 FROM applications WHERE tenant_id = tenant.id AND moving_from_engine_instance_id = ?)", engineInstanceID)
-		}).
-		Exists(ctx)
-	return served, translate(err)
+	served, err := s.ServedTenantIDs(ctx, idb, engineInstanceID, []string{tenantID})
+	return served[tenantID], err
 }
 
 // ListTenants returns every tenant (the rebalancer's input), by id.
