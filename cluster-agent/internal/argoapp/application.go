@@ -60,20 +60,14 @@ var _ operation.Handler = (*Applications)(nil)
 // let go of the Application of a row that moved to another instance (see release), and
 // delete the Application of a missing row.
 func (a *Applications) Handle(ctx context.Context, t operation.Target) (operation.Outcome, error) {
-	row, err := a.Store.GetApplicationForEngineInstance(ctx, a.DB, a.Identity.InstanceID, t.ResourceID)
-	if notFound(err) {
-		// Deleted, or moved to another instance: only a deleted one is pruned.
-		moved, err := a.Store.LocateApplication(ctx, a.DB, t.ResourceID)
-		switch {
-		case notFound(err):
-			return a.delete(ctx, t)
-		case err != nil:
-			return operation.Outcome{}, fmt.Errorf("reading the application: %w", err)
-		}
-		return a.release(ctx, moved)
-	}
-	if err != nil {
+	row, err := a.Store.LocateApplication(ctx, a.DB, t.ResourceID)
+	switch {
+	case notFound(err):
+		return a.delete(ctx, t) // deleted: Argo CD prunes
+	case err != nil:
 		return operation.Outcome{}, fmt.Errorf("reading the application: %w", err)
+	case row.EngineInstanceID != a.Identity.InstanceID:
+		return a.release(ctx, row) // moved: nothing is pruned
 	}
 
 	live := &argov1alpha1.Application{}

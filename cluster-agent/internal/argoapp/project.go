@@ -29,7 +29,6 @@ const inClusterName = "in-cluster"
 
 // Store is the part of the database the package uses.
 type Store interface {
-	GetApplicationForEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID, id string) (*db.Application, error)
 	ListApplications(ctx context.Context, idb bun.IDB, tenantID string) ([]db.Application, error)
 	ListAppProjectRepositories(ctx context.Context, idb bun.IDB, tenantID string) ([]string, error)
 	ListAppProjectDestinations(ctx context.Context, idb bun.IDB, tenantID string) ([]string, error)
