@@ -73,12 +73,6 @@ func (r *Rebalancer) Run(ctx context.Context) ([]tenancy.Move, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing moving tenants: %w", err)
 	}
-	placed := tenants[:0]
-	for _, t := range tenants {
-		if t.EngineInstanceID != "" { // the others are placed when first reconciled
-			placed = append(placed, t)
-		}
-	}
 	limit := r.MaxMoves
 	if limit <= 0 {
 		limit = DefaultMaxMoves
@@ -86,7 +80,7 @@ func (r *Rebalancer) Run(ctx context.Context) ([]tenancy.Move, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var started []tenancy.Move
 	var errs []error
-	for _, mv := range r.Planner.Plan(placed, instances) {
+	for _, mv := range r.Planner.Plan(tenants, instances) {
 		if len(started) == limit {
 			break
 		}
