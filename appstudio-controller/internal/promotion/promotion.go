@@ -118,6 +118,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := run.Status.DeepCopy()
 
 	result, err := r.advance(ctx, run)
+	if apierrors.IsConflict(err) {
+		// A write met a newer object (the cache lags behind a write): not an error to
+		// show, just a reconcile to run again on fresh data.
+		log.V(1).Info("Stale object; retrying", "error", err.Error())
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
 	if err != nil && !errcond.IsUser(err) {
 		log.Error(err, "reconciling promotion run")
 	}
@@ -248,6 +254,9 @@ func internalOnly(err error) error {
 	}
 	return err
 }
+
+// staleRetry is how soon a reconcile whose write met a newer object runs again.
+const staleRetry = 200 * time.Millisecond
 
 // setError records err in the ErrorOccurred condition (GitOps-style PromotionRunCondition).
 func (r *Reconciler) setError(run *appstudio.PromotionRun, err error) {
