@@ -108,18 +108,19 @@ func TestCreateNewServiceAccount(t *testing.T) {
 	h.g.Expect(namespaces.Items).NotTo(BeEmpty())
 
 	// Re-reconciling repairs what is missing and duplicates nothing: remove the binding,
-	// touch the environment, and wait for the binding to be back.
+	// touch the environment, and wait for a new binding. A reconcile still queued from the
+	// status write may recreate it first, so the test looks for a new UID rather than for
+	// the moment it is gone.
 	h.g.Expect(rc.Delete(h.ctx, binding)).To(Succeed())
-	h.g.Eventually(func() bool {
-		return apierrors.IsNotFound(rc.Get(h.ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRoleBinding{}))
-	}, eventually, poll).Should(BeTrue())
 	touched := &v1.GitOpsDeploymentManagedEnvironment{}
 	h.g.Expect(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(env), touched)).To(Succeed())
 	touched.Annotations = map[string]string{"touched": "yes"}
 	h.g.Expect(cp.Client.Update(h.ctx, touched)).To(Succeed())
-	h.g.Eventually(func() error {
-		return rc.Get(h.ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRoleBinding{})
-	}, eventually, poll).Should(Succeed())
+	h.g.Eventually(func() (string, error) {
+		recreated := &rbacv1.ClusterRoleBinding{}
+		err := rc.Get(h.ctx, client.ObjectKey{Name: name}, recreated)
+		return string(recreated.UID), err
+	}, eventually, poll).Should(And(Not(BeEmpty()), Not(Equal(string(binding.UID)))))
 	selector := client.MatchingLabels{managedenv.LabelManagedEnvironmentUID: string(env.UID)}
 	var (
 		sas      corev1.ServiceAccountList
