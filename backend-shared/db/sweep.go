@@ -126,3 +126,36 @@ func existingIDs(ctx context.Context, q *bun.SelectQuery, column string, ids []s
 	}
 	return found, nil
 }
+
+// InstanceResource is a row from which a cluster-agent makes an Argo CD object on its engine
+// instance: an application (with the managed environment it deploys to, if any) or a
+// repository credential.
+type InstanceResource struct {
+	ID                   string `bun:"id"`
+	TenantID             string `bun:"tenant_id"`
+	ManagedEnvironmentID string `bun:"managed_environment_id"`
+}
+
+// ListInstanceApplicationsAfter returns up to limit applications placed on the engine
+// instance whose id sorts after afterID ("" for the first batch).
+func (s *Store) ListInstanceApplicationsAfter(ctx context.Context, idb bun.IDB, engineInstanceID, afterID string, limit int) ([]InstanceResource, error) {
+	return listInstanceResourcesAfter(ctx, idb.NewSelect().Table("applications").
+		Column("id", "tenant_id").ColumnExpr("coalesce(managed_environment_id::text, '') AS managed_environment_id"),
+		engineInstanceID, afterID, limit)
+}
+
+// ListInstanceRepositoryCredentialsAfter returns up to limit repository credentials served
+// by the engine instance whose id sorts after afterID ("" for the first batch).
+func (s *Store) ListInstanceRepositoryCredentialsAfter(ctx context.Context, idb bun.IDB, engineInstanceID, afterID string, limit int) ([]InstanceResource, error) {
+	return listInstanceResourcesAfter(ctx, idb.NewSelect().Table("repository_credentials").Column("id", "tenant_id"),
+		engineInstanceID, afterID, limit)
+}
+
+func listInstanceResourcesAfter(ctx context.Context, q *bun.SelectQuery, engineInstanceID, afterID string, limit int) ([]InstanceResource, error) {
+	q = q.Where("engine_instance_id = ?", engineInstanceID).Order("id").Limit(int64(limit))
+	if afterID != "" {
+		q = q.Where("id > ?", afterID)
+	}
+	var rs []InstanceResource
+	return rs, translate(q.Scan(ctx, &rs))
+}

@@ -161,3 +161,76 @@ func TestSweepDeletesOrphanedSecretsAndAppProjects(t *testing.T) {
 		return p.Spec.SourceRepos, err
 	}, timeout, interval).Should(Equal(wantRepos), "the AppProject is restored")
 }
+
+// TestSweepRestoresObjectsDeletedByHand: an Application, the tenant's AppProjects, a cluster
+// Secret and repository Secrets deleted by hand while their rows exist are put back through
+// operations with the owner tenant; nothing is signalled while they are all there.
+func TestSweepRestoresObjectsDeletedByHand(t *testing.T) {
+	t.Parallel()
+	e := startAgent(t, true, func(o *agent.Options) { o.SweepInterval = time.Second })
+	g := e.g()
+	tenant := e.tenant()
+
+	env := e.managedEnvironment(tenant)
+	_, err := e.store.AddAppProjectDestination(e.ctx, e.db, tenant.ID, env.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	app := e.application(tenant, uuid.NewString(), "https://github.com/example/gitops", "prod", "team-a", true)
+	app.ManagedEnvironmentID = env.ID
+	_, err = e.store.UpsertApplication(e.ctx, e.db, app)
+	g.Expect(err).NotTo(HaveOccurred())
+	cred := &db.RepositoryCredential{TenantID: tenant.ID, EngineInstanceID: e.id.InstanceID,
+		RepositoryURL: "https://github.com/example/private", Username: "bot", Password: repoPasswd}
+	g.Expect(e.store.CreateRepositoryCredential(e.ctx, e.db, cred)).To(Succeed())
+	signalled := map[db.OperationResourceType]string{
+		db.OperationResourceManagedEnvironment: env.ID, db.OperationResourceRepositoryCredential: cred.ID,
+		db.OperationResourceAppProject: tenant.ID, db.OperationResourceApplication: app.ID,
+	}
+	for typ, id := range signalled {
+		e.completed(e.signal(typ, id, tenant.ID).ID)
+	}
+	operations := func(typ db.OperationResourceType) []db.Operation {
+		ops, err := e.store.ListOperationsForResource(e.ctx, e.db, typ, signalled[typ])
+		g.Expect(err).NotTo(HaveOccurred())
+		return ops
+	}
+	g.Consistently(func() int {
+		n := 0
+		for typ := range signalled {
+			n += len(operations(typ))
+		}
+		return n
+	}, 3*time.Second, 200*time.Millisecond).Should(Equal(len(signalled)), "nothing is restored while everything is there")
+
+	application := e.argoApp(app.Name)
+	application.Finalizers = nil // no Argo CD here to remove its finalizer
+	g.Expect(e.c.Update(e.ctx, application)).To(Succeed())
+	deleted := []client.Object{application}
+	for _, name := range []string{argocd.ClusterSecretName(env.ID), argocd.RepositorySecretName(cred.ID), argocd.RemoteRepositorySecretName(cred.ID)} {
+		secret, err := e.secret(name)
+		g.Expect(err).NotTo(HaveOccurred())
+		deleted = append(deleted, secret)
+	}
+	for _, name := range []string{argocd.AppProjectName(tenant.ID), argocd.RemoteAppProjectName(tenant.ID)} {
+		project := &argov1alpha1.AppProject{}
+		g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, project)).To(Succeed())
+		deleted = append(deleted, project)
+	}
+	for _, o := range deleted {
+		g.Expect(e.c.Delete(e.ctx, o)).To(Succeed())
+	}
+
+	for _, o := range deleted {
+		g.Eventually(func() (types.UID, error) {
+			back := o.DeepCopyObject().(client.Object)
+			err := e.c.Get(e.ctx, client.ObjectKeyFromObject(o), back)
+			return back.GetUID(), err
+		}, timeout, interval).Should(And(Not(BeEmpty()), Not(Equal(o.GetUID()))), "%s is put back", o.GetName())
+	}
+	for typ := range signalled {
+		ops := operations(typ)
+		g.Expect(ops).To(HaveLen(2), "one restoring %s operation", typ)
+		for _, op := range ops {
+			g.Expect(op.OwnerTenantID).To(Equal(tenant.ID))
+		}
+	}
+}

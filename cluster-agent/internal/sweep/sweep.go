@@ -10,6 +10,11 @@
 //     whose managed environment, repository credential or tenant no longer has a row on
 //     this engine instance (a ManagedEnvironment, RepositoryCredential or AppProject
 //     operation, whose handler deletes them);
+//   - puts back what was deleted by hand while its row exists: an application of this
+//     instance without its Argo CD Application, its tenant's AppProjects or its managed
+//     environment's cluster Secret, and a repository credential of this instance without
+//     its repository Secret, each through an operation of its kind with the owner tenant
+//     (the handler applies the row again);
 //   - re-creates the missing Operation CR of this instance's unfinished operations older
 //     than a grace period (the backend crashed between commit and CR, or a CR was deleted
 //     by hand), so that the Operation controller picks them up without a restart.
@@ -74,7 +79,7 @@ var (
 	})
 	restoredTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gitops_cluster_agent_sweep_restored_total",
-		Help: "Cluster and repository Secrets changed by hand whose restoring the periodic sweep signalled.",
+		Help: "Argo CD objects changed or deleted by hand whose restoring the periodic sweep signalled.",
 	})
 )
 
@@ -91,6 +96,8 @@ type Store interface {
 	ServedTenantIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
 	ListPendingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
+	ListInstanceApplicationsAfter(ctx context.Context, idb bun.IDB, engineInstanceID, afterID string, limit int) ([]db.InstanceResource, error)
+	ListInstanceRepositoryCredentialsAfter(ctx context.Context, idb bun.IDB, engineInstanceID, afterID string, limit int) ([]db.InstanceResource, error)
 	CreateOperation(ctx context.Context, idb bun.IDB, op *db.Operation) error
 }
 
@@ -131,8 +138,15 @@ func (s *Sweeper) Task() *periodic.Task {
 // Result counts what one run did.
 type Result struct {
 	Applications, ClusterSecrets, RepositorySecrets, AppProjects, OperationCRs, Skipped int
-	// Restored counts Secrets changed by hand whose restoring was signalled.
+	// Restored counts objects changed or deleted by hand whose restoring was signalled.
 	Restored int
+}
+
+// present is what the sweep found in the engine namespace, by row id: Applications by
+// application, cluster Secrets by managed environment, repository Secrets by repository
+// credential and AppProjects by tenant.
+type present struct {
+	applications, clusters, repositories, projects map[string]bool
 }
 
 func sweepFinding(ownerTenantID string, resourceType db.OperationResourceType) string {
@@ -146,8 +160,13 @@ func sweepFinding(ownerTenantID string, resourceType db.OperationResourceType) s
 func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	runsTotal.Inc()
 	var res Result
-	errApps := s.sweepApplications(ctx, &res)
-	errObjs := s.sweepCredentialsAndProjects(ctx, &res)
+	seen := present{applications: map[string]bool{}}
+	errApps := s.sweepApplications(ctx, &res, seen.applications)
+	errObjs := s.sweepCredentialsAndProjects(ctx, &res, &seen)
+	var errMissing error
+	if errApps == nil && errObjs == nil { // only a complete listing tells what is missing
+		errMissing = s.restoreMissing(ctx, &res, seen)
+	}
 	errOps := s.sweepOperationCRs(ctx, &res)
 	for kind, n := range map[string]int{KindApplication: res.Applications, KindClusterSecret: res.ClusterSecrets,
 		KindRepositorySecret: res.RepositorySecrets, KindAppProject: res.AppProjects, KindOperationCR: res.OperationCRs} {
@@ -156,13 +175,14 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	restoredTotal.Add(float64(res.Restored))
 	ctrl.LoggerFrom(ctx).Info("Swept orphans", "applicationsDeleted", res.Applications,
 		"clusterSecretsDeleted", res.ClusterSecrets, "repositorySecretsDeleted", res.RepositorySecrets,
-		"appProjectsDeleted", res.AppProjects, "secretsRestored", res.Restored,
+		"appProjectsDeleted", res.AppProjects, "objectsRestored", res.Restored,
 		"operationCRsRecreated", res.OperationCRs, "skipped", res.Skipped)
-	return res, errors.Join(errApps, errObjs, errOps)
+	return res, errors.Join(errApps, errObjs, errMissing, errOps)
 }
 
 // sweepApplications signals the deletion of the service's Applications without a row.
-func (s *Sweeper) sweepApplications(ctx context.Context, res *Result) error {
+// It records the application ids of the Applications it lists in seen.
+func (s *Sweeper) sweepApplications(ctx context.Context, res *Result, seen map[string]bool) error {
 	list := &argov1alpha1.ApplicationList{}
 	if err := s.Client.List(ctx, list, client.InNamespace(s.Identity.Namespace),
 		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue}); err != nil {
@@ -178,6 +198,7 @@ func (s *Sweeper) sweepApplications(ctx context.Context, res *Result) error {
 		}
 		byID[id] = app
 		ids = append(ids, id)
+		seen[id] = true
 	}
 	batch := s.batchSize()
 	for start := 0; start < len(ids); start += batch {
@@ -211,7 +232,8 @@ func (s *Sweeper) sweepApplications(ctx context.Context, res *Result) error {
 // gets an operation of its kind (the handler applies it again). So does each tenant with
 // objects here that this instance no longer serves (the handler removes them). Nothing is
 // read per tenant: the sweep's cost is a few batched queries, whatever the tenant count.
-func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result) error {
+// It records what it found in seen.
+func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result, seen *present) error {
 	secrets := &corev1.SecretList{}
 	if err := s.APIReader.List(ctx, secrets, client.InNamespace(s.Identity.Namespace),
 		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue}); err != nil {
@@ -251,6 +273,7 @@ func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result) 
 			tenants[id] = object{name: "the Secrets of tenant " + id, tenantID: id, drifted: true}
 		}
 	}
+	seen.clusters, seen.repositories, seen.projects = keys(clusters), keys(repos), keys(tenants)
 	if err := s.markTenantsServedElsewhere(ctx, tenants); err != nil {
 		return err
 	}
@@ -259,6 +282,73 @@ func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result) 
 		s.signalOrphans(ctx, db.OperationResourceRepositoryCredential, repos, s.Store.ExistingRepositoryCredentialIDs, &res.RepositorySecrets, res),
 		s.signalOrphans(ctx, db.OperationResourceAppProject, tenants, s.Store.ExistingTenantIDs, &res.AppProjects, res),
 	)
+}
+
+func keys(objects map[string]object) map[string]bool {
+	set := make(map[string]bool, len(objects))
+	for id := range objects {
+		set[id] = true
+	}
+	return set
+}
+
+// restoreMissing signals an operation, with the owner tenant so that its handler applies the
+// row, for each row of this instance whose Argo CD object is not in seen: an application's
+// Application, its tenant's AppProjects and its managed environment's cluster Secret, and a
+// repository credential's Secret. It walks the rows in batches.
+func (s *Sweeper) restoreMissing(ctx context.Context, res *Result, seen present) error {
+	restore := func(resourceType db.OperationResourceType, id, tenantID string) {
+		signalled, err := s.signal(ctx, resourceType, id, tenantID)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Signalling the restoring of a deleted object failed", "resourceType", resourceType, "resourceID", id)
+			res.Skipped++
+			return
+		}
+		if signalled {
+			ctrl.LoggerFrom(ctx).Info("Restoring an object deleted by hand", "resourceType", resourceType, "resourceID", id, "tenant", tenantID)
+			res.Restored++
+		}
+	}
+	signalledEnvs, signalledTenants := map[string]bool{}, map[string]bool{}
+	errApps := s.walkInstanceRows(ctx, s.Store.ListInstanceApplicationsAfter, func(app db.InstanceResource) {
+		if !seen.applications[app.ID] {
+			restore(db.OperationResourceApplication, app.ID, app.TenantID)
+		}
+		if env := app.ManagedEnvironmentID; env != "" && !seen.clusters[env] && !signalledEnvs[env] {
+			signalledEnvs[env] = true
+			restore(db.OperationResourceManagedEnvironment, env, app.TenantID)
+		}
+		if !seen.projects[app.TenantID] && !signalledTenants[app.TenantID] {
+			signalledTenants[app.TenantID] = true
+			restore(db.OperationResourceAppProject, app.TenantID, app.TenantID)
+		}
+	})
+	errRepos := s.walkInstanceRows(ctx, s.Store.ListInstanceRepositoryCredentialsAfter, func(cred db.InstanceResource) {
+		if !seen.repositories[cred.ID] {
+			restore(db.OperationResourceRepositoryCredential, cred.ID, cred.TenantID)
+		}
+	})
+	return errors.Join(errApps, errRepos)
+}
+
+// walkInstanceRows calls visit for each row list returns for this instance, one batch at a
+// time.
+func (s *Sweeper) walkInstanceRows(ctx context.Context,
+	list func(context.Context, bun.IDB, string, string, int) ([]db.InstanceResource, error), visit func(db.InstanceResource)) error {
+	after := ""
+	for {
+		rows, err := list(ctx, s.DB, s.Identity.InstanceID, after, s.batchSize())
+		if err != nil {
+			return fmt.Errorf("listing this instance's rows: %w", err)
+		}
+		for _, row := range rows {
+			visit(row)
+		}
+		if len(rows) < s.batchSize() {
+			return nil
+		}
+		after = rows[len(rows)-1].ID
+	}
 }
 
 func (s *Sweeper) batchSize() int {
@@ -376,8 +466,16 @@ func (s *Sweeper) signal(ctx context.Context, resourceType db.OperationResourceT
 		return false, err
 	}
 	for _, op := range ops {
-		if op.EngineInstanceID == s.Identity.InstanceID && !op.State.Finished() {
+		if op.EngineInstanceID != s.Identity.InstanceID {
+			continue
+		}
+		if !op.State.Finished() {
 			return false, nil // pending already; the second pass re-creates a missing CR
+		}
+		if ownerTenantID != "" && op.State == db.OperationFailed {
+			// Applying this row failed: a change of the row signals again, and until this
+			// operation is collected the sweep does not repeat the failure every run.
+			return false, nil
 		}
 	}
 	// No owner tenant: it may be gone with its rows. The Application handler reads the
