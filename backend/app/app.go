@@ -59,6 +59,9 @@ type Options struct {
 	// unevenly loaded ones; 0 disables it. RebalanceMaxMoves bounds the moves of one run.
 	RebalanceInterval time.Duration
 	RebalanceMaxMoves int
+	// RepositoryRevalidateInterval is how often repository credentials are checked again
+	// against their Git servers; 0 disables it.
+	RepositoryRevalidateInterval time.Duration
 }
 
 // BindFlags registers the options on fs.
@@ -74,6 +77,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.SweepInterval, "sweep-interval", sweep.DefaultInterval, "How often rows whose CR or namespace was deleted unseen are removed, with their Argo CD objects (jittered ±20%; 0 disables).")
 	fs.DurationVar(&o.RebalanceInterval, "rebalance-interval", rebalance.DefaultInterval, "How often tenants are moved off draining engine instances and from overloaded to underloaded ones (jittered ±20%; 0 disables).")
 	fs.IntVar(&o.RebalanceMaxMoves, "rebalance-max-moves", rebalance.DefaultMaxMoves, "Most tenants one rebalancing run starts moving.")
+	fs.DurationVar(&o.RepositoryRevalidateInterval, "repository-revalidate-interval", repocred.DefaultRevalidateInterval, "How often repository credentials are checked again against their Git servers, without a change of the CR or Secret (0 disables).")
 	fs.StringVar(&o.RepositoryCAFile, "repository-ca-file", "", "PEM file of extra certificate authorities to trust when checking https:// repository credentials.")
 }
 
@@ -169,7 +173,7 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	repositoryCredentials := &repocred.Reconciler{
 		Client: mgr.GetClient(), DB: database, Store: store, Tenancy: resolver, Signal: signaller,
 		Recorder: mgr.GetEventRecorderFor("gitopsdeploymentrepositorycredential-controller"),
-		CABundle: caBundle,
+		CABundle: caBundle, RevalidateInterval: o.RepositoryRevalidateInterval,
 	}
 	if err := repositoryCredentials.SetupWithManager(ctx, mgr); err != nil {
 		return err

@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +33,15 @@ const (
 // gitServer serves the bare repository repo.git (one commit) over https with git
 // http-backend, for user alice with password s3cret only.
 func gitServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	password := &atomic.Value{}
+	password.Store(gitPassword)
+	return gitServerWithPassword(t, password)
+}
+
+// gitServerWithPassword is gitServer accepting the password password holds at the time of
+// each request, so that a test can change it on the server side.
+func gitServerWithPassword(t *testing.T, password *atomic.Value) *httptest.Server {
 	t.Helper()
 	root := t.TempDir()
 	work := t.TempDir()
@@ -60,7 +71,7 @@ func gitServer(t *testing.T) *httptest.Server {
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=" + gitUser},
 	}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != gitUser || p != gitPassword {
+		if u, p, ok := r.BasicAuth(); !ok || u != gitUser || p != password.Load().(string) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
@@ -183,4 +194,38 @@ func TestRepositoryCredential(t *testing.T) {
 		return err
 	}, eventually, poll).Should(MatchError(db.ErrNotFound))
 	h.g.Expect(h.operations(db.OperationResourceRepositoryCredential, credID)).To(HaveLen(2))
+}
+
+func TestRepositoryCredentialIsRevalidatedPeriodically(t *testing.T) {
+	t.Parallel()
+	password := &atomic.Value{}
+	password.Store(gitPassword)
+	srv := gitServerWithPassword(t, password)
+	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	h := startBackend(t, func(o *app.Options) {
+		o.RepositoryCABundle = caBundle
+		o.RepositoryRevalidateInterval = time.Second
+	})
+	cred := h.newRepositoryCredential("revalidated", srv.URL+"/repo.git", v1.RepositoryCredentialSecretType, basicAuth(gitUser, gitPassword))
+	valid := h.repoCondition(cred, v1.RepositoryCredentialConditionValidRepositoryCredential)
+	h.g.Eventually(valid, eventually, poll).Should(And(
+		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1.RepositoryCredentialReasonValidCredentials)))
+	secret := &corev1.Secret{}
+	h.g.Expect(cp.Client.Get(h.ctx, keyOf(h.tenant, cred.Spec.Secret), secret)).To(Succeed())
+
+	// The password changes on the Git server only: the next re-validation notices.
+	password.Store("changed-on-the-server")
+	h.g.Eventually(valid, eventually, poll).Should(And(
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1.RepositoryCredentialReasonInvalidCredentials)))
+	h.g.Expect(h.repoCondition(cred, v1.RepositoryCredentialConditionErrorOccurred)()).To(HaveField("Status", metav1.ConditionTrue))
+	got := &v1.GitOpsDeploymentRepositoryCredential{}
+	h.g.Expect(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(cred), got)).To(Succeed())
+	h.g.Expect(got.Generation).To(Equal(cred.Generation), "the CR did not change")
+	unchanged := &corev1.Secret{}
+	h.g.Expect(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(secret), unchanged)).To(Succeed())
+	h.g.Expect(unchanged.ResourceVersion).To(Equal(secret.ResourceVersion), "the Secret did not change")
+
+	// The server takes the password again: failing credentials are re-validated too.
+	password.Store(gitPassword)
+	h.g.Eventually(valid, eventually, poll).Should(HaveField("Status", metav1.ConditionTrue))
 }

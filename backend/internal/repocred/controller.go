@@ -33,9 +33,8 @@ import (
 // SecretIndex indexes RepositoryCredentials by spec.secret.
 const SecretIndex = "spec.secret"
 
-// RevalidateInterval is how often valid credentials are checked again against the server
-// (tokens expire and keys are revoked without the CR or Secret changing).
-const RevalidateInterval = 5 * time.Minute
+// DefaultRevalidateInterval is the default of Reconciler.RevalidateInterval.
+const DefaultRevalidateInterval = 5 * time.Minute
 
 // Store is the part of the database the controller uses.
 type Store interface {
@@ -60,6 +59,9 @@ type Reconciler struct {
 	// CABundle, when not nil, holds PEM certificates trusted (besides the system's) when
 	// validating https:// repositories.
 	CABundle []byte
+	// RevalidateInterval is how often a credential is checked again against the server
+	// (tokens expire and keys are revoked without the CR or Secret changing); 0 disables it.
+	RevalidateInterval time.Duration
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials,verbs=get;list;watch
@@ -116,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		meta.RemoveStatusCondition(conds, other)
 		if p.Reason == v1.RepositoryCredentialReasonInvalidCredentials || p.Reason == v1.RepositoryCredentialReasonInvalidRepositoryUrl {
 			// The server's answer may change without the CR or Secret changing.
-			result.RequeueAfter = RevalidateInterval
+			result.RequeueAfter = r.RevalidateInterval
 		}
 		err = nil // the user's to fix; a change of the credential or its Secret retries
 	case err != nil:
@@ -129,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"The repository exists and is reachable.")
 		set(v1.RepositoryCredentialConditionValidRepositoryCredential, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidCredentials,
 			"The credentials give access to the repository.")
-		result.RequeueAfter = RevalidateInterval
+		result.RequeueAfter = r.RevalidateInterval
 	}
 	cred.Status.ObservedGeneration = cred.Generation
 	if !equality.Semantic.DeepEqual(before, &cred.Status) {
