@@ -142,6 +142,11 @@ func TestBadInput(t *testing.T) {
 			e.Spec.UnstableConfigurationFields.KubernetesClusterCredentials.TargetNamespace = long(64)
 			h.rejected(e, "targetNamespace", "63")
 		}},
+		{"environment/credentials-without-targetNamespace", func(h *harness) {
+			e := credsEnv("notargetns", "creds")
+			e.Spec.UnstableConfigurationFields.KubernetesClusterCredentials.TargetNamespace = ""
+			h.rejected(e, "spec.unstableConfigurationFields.kubernetesCredentials", "targetNamespace is required with kubernetesCredentials")
+		}},
 		{"promotionrun/manual-and-automated", func(h *harness) {
 			p := manualRun("both", "snap-b")
 			p.Spec.AutomatedPromotion = &appstudio.AutomatedPromotionConfiguration{InitialEnvironment: "staging"}

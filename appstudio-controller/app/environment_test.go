@@ -2,11 +2,15 @@ package app_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -131,4 +135,61 @@ func TestEnvironmentWithClaim(t *testing.T) {
 	h.g.Expect(h.c.Delete(h.ctx, env)).To(Succeed())
 	h.g.Eventually(h.gone(me), eventually, poll).Should(BeTrue())
 	h.g.Eventually(h.gone(copied), eventually, poll).Should(BeTrue())
+}
+
+func TestEnvironmentDeploymentTargetNotFound(t *testing.T) {
+	h := start(t)
+	// A claim still Bound to a target that is gone. The binder marks such a claim Lost at
+	// once, unless the claim is being deleted (it then only finalizes): hold it in deletion
+	// with a finalizer of our own, and write the phase the binder no longer touches.
+	const hold = "test.gitops-service.example.com/hold"
+	dtc := &appstudio.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Name: "dev-dtc", Finalizers: []string{hold}},
+		Spec: appstudio.DeploymentTargetClaimSpec{DeploymentTargetClassName: "none", TargetName: "ghost"}}
+	h.create(dtc)
+	t.Cleanup(func() {
+		_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := h.c.Get(h.ctx, h.key("dev-dtc"), dtc); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			controllerutil.RemoveFinalizer(dtc, hold)
+			return h.c.Update(h.ctx, dtc)
+		})
+	})
+	h.g.Eventually(h.dtcPhase("dev-dtc"), eventually, poll).Should(Equal(appstudio.DeploymentTargetClaimPhasePending))
+	h.g.Expect(h.c.Delete(h.ctx, dtc)).To(Succeed())
+	h.g.Eventually(func() []string {
+		_ = h.c.Get(h.ctx, h.key("dev-dtc"), dtc)
+		return dtc.Finalizers
+	}, eventually, poll).Should(Equal([]string{hold}))
+	h.g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := h.c.Get(h.ctx, h.key("dev-dtc"), dtc); err != nil {
+			return err
+		}
+		dtc.Status.Phase = appstudio.DeploymentTargetClaimPhaseBound
+		return h.c.Status().Update(h.ctx, dtc)
+	})).To(Succeed())
+
+	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "dev"}, Spec: appstudio.EnvironmentSpec{
+		Configuration: appstudio.EnvironmentConfiguration{Target: &appstudio.EnvironmentTarget{
+			DeploymentTargetClaim: appstudio.DeploymentTargetClaimConfig{ClaimName: "dev-dtc"}}},
+	}})
+	h.g.Eventually(h.envCondition("dev"), eventually, poll).Should(And(
+		withReason(metav1.ConditionTrue, "DeploymentTargetNotFound"),
+		message(`DeploymentTarget "ghost", bound to DeploymentTargetClaim "dev-dtc", does not exist`)))
+	h.g.Consistently(func() error {
+		return h.c.Get(h.ctx, h.key("managed-environment-dev"), &gitops.GitOpsDeploymentManagedEnvironment{})
+	}, time.Second, poll).Should(MatchError(ContainSubstring("not found")))
+	h.g.Eventually(h.events("dev", "Warning"), eventually, poll).Should(ContainElement("DeploymentTargetNotFound"))
+
+	// Re-creating the target resolves it.
+	h.secret("dt-secret", gitops.ManagedEnvironmentSecretType)
+	h.create(&appstudio.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}, Spec: appstudio.DeploymentTargetSpec{
+		DeploymentTargetClassName: "none",
+		KubernetesClusterCredentials: appstudio.DeploymentTargetKubernetesClusterCredentials{
+			DefaultNamespace: "team-dev", APIURL: "https://api.dev.example.com:6443", ClusterCredentialsSecret: "dt-secret"},
+	}})
+	me := &gitops.GitOpsDeploymentManagedEnvironment{}
+	h.g.Eventually(h.get("managed-environment-dev", me), eventually, poll).Should(Succeed())
+	h.g.Expect(me.Spec.APIURL).To(Equal("https://api.dev.example.com:6443"))
+	h.g.Eventually(h.envCondition("dev"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
 }

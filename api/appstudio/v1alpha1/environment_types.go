@@ -120,10 +120,14 @@ type UnstableEnvironmentConfiguration struct {
 	KubernetesClusterCredentials KubernetesClusterCredentials `json:"kubernetesCredentials,omitempty"`
 }
 
+// targetNamespace is required (a rule, for a clear message). Environments stored before the
+// rule may lack it: the binding controller reports them (MissingTargetNamespace).
+// +kubebuilder:validation:XValidation:rule="has(self.targetNamespace) && self.targetNamespace != ''",message="targetNamespace is required with kubernetesCredentials: the namespace of the remote cluster to deploy to"
+
 // KubernetesClusterCredentials are the credentials of a target cluster.
 type KubernetesClusterCredentials struct {
 	// TargetNamespace is the namespace deployed to, for resources that do not set
-	// metadata.namespace themselves.
+	// metadata.namespace themselves. Required.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	TargetNamespace string `json:"targetNamespace,omitempty"`

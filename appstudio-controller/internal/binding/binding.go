@@ -45,6 +45,12 @@ const (
 	// ReasonDuplicateBinding: an older binding in the namespace binds the same application to
 	// the same environment; this one deploys nothing.
 	ReasonDuplicateBinding = "DuplicateBinding"
+	// ReasonGitOpsRepositoryNotReady: the Application Service reports (status.gitopsRepoConditions)
+	// that the GitOps repository resources are not generated; deployments are left as they are.
+	ReasonGitOpsRepositoryNotReady = "GitOpsRepositoryNotReady"
+	// ReasonMissingTargetNamespace: the Environment has cluster credentials but no
+	// targetNamespace to deploy to.
+	ReasonMissingTargetNamespace = "MissingTargetNamespace"
 )
 
 // EnvironmentIndex indexes bindings by spec.environment.
@@ -209,6 +215,11 @@ func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvir
 	switch {
 	case creds != nil && claim != "":
 		return gitops.ApplicationDestination{}, errcond.New(ReasonEnvironmentNotReady, fmt.Sprintf("Environment %q is invalid: it sets both a DeploymentTargetClaim and cluster credentials", env.Name))
+	case creds != nil && creds.TargetNamespace == "":
+		// The CRD requires it; Environments stored before that rule may still lack it.
+		return gitops.ApplicationDestination{}, errcond.New(ReasonMissingTargetNamespace, fmt.Sprintf(
+			"Environment %q deploys to a remote cluster (spec.unstableConfigurationFields.kubernetesCredentials) but sets no targetNamespace; "+
+				"set spec.unstableConfigurationFields.kubernetesCredentials.targetNamespace to the namespace to deploy to", env.Name))
 	case creds != nil:
 		return gitops.ApplicationDestination{Environment: environment.ManagedEnvironmentName(env.Name), Namespace: creds.TargetNamespace}, nil
 	case claim != "":
@@ -314,6 +325,14 @@ func (r *Reconciler) reconcile(ctx context.Context, b *appstudio.SnapshotEnviron
 			"SnapshotEnvironmentBinding %q already binds application %q to environment %q (it is older); this binding duplicates it "+
 				"and deploys nothing. Delete this binding, and point %q at the snapshot to deploy instead",
 			winner, b.Spec.Application, b.Spec.Environment, winner))
+	}
+	// While the Application Service reports the GitOps repository as not generated,
+	// status.components may be stale: change nothing (what is deployed may work) until it is.
+	if c := meta.FindStatusCondition(b.Status.GitOpsRepoConditions, appstudio.GitOpsRepoConditionGitOpsResourcesGenerated); c != nil && c.Status == metav1.ConditionFalse {
+		return errcond.New(ReasonGitOpsRepositoryNotReady, fmt.Sprintf(
+			"The Application Service reports that the GitOps repository resources are not generated (status.gitopsRepoConditions %s is False, reason %q: %s); "+
+				"existing GitOpsDeployments are left as they are, and none are generated or changed until it is True again",
+			c.Type, c.Reason, c.Message))
 	}
 	if len(b.Status.Components) == 0 {
 		return errcond.New(ReasonWaitingForComponentStatus, "Waiting for the Application Service to write the components' GitOps repository locations (status.components) before generating GitOpsDeployments")
