@@ -87,7 +87,7 @@ build: ## Build the three binaries into bin/, each with GOWORK=off as a release 
 
 .PHONY: tools
 tools: ## Build the pinned developer tools into bin/tools.
-	cd hack/tools && GOWORK=off go build -o $(TOOLS_BIN)/ sigs.k8s.io/controller-tools/cmd/controller-gen github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	cd hack/tools && GOWORK=off go build -o $(TOOLS_BIN)/ sigs.k8s.io/controller-tools/cmd/controller-gen github.com/golangci/golangci-lint/v2/cmd/golangci-lint golang.org/x/vuln/cmd/govulncheck
 
 .PHONY: generate
 generate: tools ## Generate deepcopy functions.
@@ -118,6 +118,10 @@ tidy: ## go mod tidy every module and sync Argo CD's replace lines.
 lint: tools ## go vet and golangci-lint every module.
 	go vet $(PACKAGES)
 	status=0; for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || status=1; done; exit $$status
+
+.PHONY: vulncheck
+vulncheck: tools ## govulncheck every module against the Go vulnerability database ($$GOVULNDB, default https://vuln.go.dev).
+	status=0; for m in $(MODULES); do (cd $$m && $(TOOLS_BIN)/govulncheck ./...) || status=1; done; exit $$status
 
 .PHONY: verify
 verify: ## Fail when generated files are stale, code is unformatted, go.mod files are untidy, or lint fails.

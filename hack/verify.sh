@@ -22,4 +22,11 @@ for m in "${modules[@]}" hack/tools hack/kube-binaries hack/etcd; do
 done
 
 make -s lint || fail "lint failed"
+# govulncheck needs the vulnerability database, which is not on the package registries:
+# verify runs it when GOVULNDB names a reachable copy (a URL or file:// mirror).
+if [ -n "${GOVULNDB:-}" ]; then
+  make -s vulncheck || fail "govulncheck found vulnerabilities"
+else
+  echo "verify: govulncheck not run (set GOVULNDB, e.g. https://vuln.go.dev, or run make vulncheck)"
+fi
 exit $status

@@ -16,7 +16,7 @@ import (
 
 // Argo CD's labels that make a Secret a cluster or repository definition.
 const (
-	LabelSecretType           = "argocd.argoproj.io/secret-type"
+	LabelSecretType           = "argocd.argoproj.io/secret-type" //nolint:gosec // a label name, not a credential
 	SecretTypeCluster         = "cluster"
 	SecretTypeRepository      = "repository"
 	LabelManagedEnvironmentID = "managed-gitops.redhat.com/managed-environment-id"
@@ -77,7 +77,7 @@ type Cluster struct {
 
 // ClusterSecret is the Argo CD cluster Secret of a managed environment.
 func ClusterSecret(namespace string, c Cluster) (*corev1.Secret, error) {
-	config, err := json.Marshal(argov1alpha1.ClusterConfig{
+	config, err := json.Marshal(argov1alpha1.ClusterConfig{ //nolint:gosec // Argo CD reads the credentials from this Secret
 		BearerToken: c.BearerToken,
 		Username:    c.Username,
 		Password:    c.Password,

@@ -12,7 +12,7 @@ import (
 // column it was written to.
 const (
 	ctxKubeconfig    = "cluster_credentials.kubeconfig"
-	ctxBearerToken   = "cluster_credentials.bearer_token"
+	ctxBearerToken   = "cluster_credentials.bearer_token" //nolint:gosec // a column name, not a credential
 	ctxUsername      = "repository_credentials.username"
 	ctxPassword      = "repository_credentials.password"
 	ctxSSHPrivateKey = "repository_credentials.ssh_private_key"

@@ -48,7 +48,7 @@ func CopiedSecretName(env string) string { return "managed-environment-secret-" 
 // Index names.
 const (
 	indexClaim  = "appstudio.environment.claimName"
-	indexSecret = "appstudio.environment.credentialsSecret"
+	indexSecret = "appstudio.environment.credentialsSecret" //nolint:gosec // an index name, not a credential
 )
 
 // Reconciler reconciles Environments.

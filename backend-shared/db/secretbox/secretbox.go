@@ -118,7 +118,7 @@ func ParseKeyring(data []byte) (*Keyring, error) {
 
 // LoadKeyringFile reads a keyring file (see ParseKeyring), typically a mounted Secret.
 func LoadKeyringFile(path string) (*Keyring, error) {
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) //nolint:gosec // the operator names the file
 	if err != nil {
 		return nil, fmt.Errorf("secretbox: reading keyring: %w", err)
 	}
