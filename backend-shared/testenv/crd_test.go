@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -190,6 +192,86 @@ func TestPrinterColumns(t *testing.T) {
 	g.Expect(columns).To(Equal([]string{"Name", "Sync Status", "Health Status", "Age"}))
 	g.Expect(table.Rows).To(HaveLen(1))
 	g.Expect(table.Rows[0].Cells[:3]).To(Equal([]any{"shown", "Synced", "Healthy"}))
+}
+
+// TestEveryKindShowsItsPrinterColumns reads back every api.md example as a Table (what
+// kubectl get prints): each kind has its columns, each cell shows the example's value at
+// the column's path, and every column but Age is filled by some example.
+func TestEveryKindShowsItsPrinterColumns(t *testing.T) {
+	columns := map[string][]string{
+		"GitOpsDeployment":                     {"Name", "Sync Status", "Health Status", "Age"},
+		"GitOpsDeploymentSyncRun":              {"Name", "GitOpsDeployment", "Revision", "Sync Status", "Health Status", "Age"},
+		"GitOpsDeploymentManagedEnvironment":   {"Name", "API URL", "Connected", "Reason", "Age"},
+		"GitOpsDeploymentRepositoryCredential": {"Name", "Repository", "Secret", "Valid", "Age"},
+		"Operation":                            {"Name", "Operation ID", "State", "Age"},
+		"Environment":                          {"Name", "Display Name", "Strategy", "Parent", "Age"},
+		"Snapshot":                             {"Name", "Application", "Display Name", "Age"},
+		"SnapshotEnvironmentBinding":           {"Name", "Application", "Environment", "Snapshot", "Age"},
+		"PromotionRun":                         {"Name", "Application", "Snapshot", "Target", "State", "Result", "Age"},
+		"DeploymentTarget":                     {"Name", "Class", "Claim", "Phase", "Age"},
+		"DeploymentTargetClaim":                {"Name", "Class", "Target", "Phase", "Age"},
+		"DeploymentTargetClass":                {"Name", "Provisioner", "Reclaim Policy", "Age"},
+	}
+	// api.md shows no Operation status: the shape the cluster-agent writes.
+	statusOf := map[string]map[string]any{"Operation": {"state": "Completed", "message": "Application is up to date"}}
+	files, _ := filepath.Glob("testdata/api-examples/*.yaml")
+	filled := map[string]map[string]bool{}
+	for _, file := range files {
+		ctx := context.Background()
+		ns := newNamespace(t)
+		for _, obj := range readObjects(t, file) {
+			place(t, obj, ns.Name)
+			if status, ok := statusOf[obj.GetKind()]; ok && obj.Object["status"] == nil {
+				obj.Object["status"] = status
+			}
+			if err := create(ctx, obj); err != nil {
+				t.Fatalf("%s: %s %s rejected: %v", file, obj.GetKind(), obj.GetName(), err)
+			}
+			kind := obj.GetKind()
+			if columns[kind] == nil {
+				continue // a Secret the example refers to
+			}
+			mapping, err := cp.Client.RESTMapper().RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := "/apis/" + obj.GetAPIVersion()
+			if obj.GetNamespace() != "" {
+				path += "/namespaces/" + obj.GetNamespace()
+			}
+			table := getTable(t, path+"/"+mapping.Resource.Resource+"/"+obj.GetName())
+			var names []string
+			for _, c := range table.ColumnDefinitions {
+				names = append(names, c.Name)
+			}
+			if !slices.Equal(names, columns[kind]) {
+				t.Errorf("%s columns: got %q, want %q", kind, names, columns[kind])
+				continue
+			}
+			if len(table.Rows) != 1 {
+				t.Fatalf("%s %s: %d rows", kind, obj.GetName(), len(table.Rows))
+			}
+			if filled[kind] == nil {
+				filled[kind] = map[string]bool{}
+			}
+			for i, def := range table.ColumnDefinitions {
+				cell := fmt.Sprint(table.Rows[0].Cells[i])
+				if def.Name == "Name" && cell != obj.GetName() {
+					t.Errorf("%s %s: Name cell %q", kind, obj.GetName(), cell)
+				}
+				if cell != "" && cell != "<nil>" {
+					filled[kind][def.Name] = true
+				}
+			}
+		}
+	}
+	for kind, want := range columns {
+		for _, name := range want {
+			if name != "Age" && !filled[kind][name] {
+				t.Errorf("%s: no example fills the %q column", kind, name)
+			}
+		}
+	}
 }
 
 func getTable(t *testing.T, path string) *metav1.Table {
