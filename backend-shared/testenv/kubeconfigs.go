@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,26 @@ func (cp *ControlPlane) ServiceAccountKubeconfig(ctx context.Context, namespace,
 	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, "", err
+	}
+	data, err := kubeconfig(cp.Config.Host, cp.Config.CAData, &clientcmdapi.AuthInfo{Token: tr.Status.Token})
+	return data, tr.Status.Token, err
+}
+
+// ServiceAccountTokenKubeconfig returns a kubeconfig with a bearer token, valid for
+// expiration, of the existing ServiceAccount namespace/name, and the token. Unlike
+// ServiceAccountKubeconfig it creates and binds nothing: the ServiceAccount has whatever
+// roles the caller bound to it.
+func (cp *ControlPlane) ServiceAccountTokenKubeconfig(ctx context.Context, namespace, name string, expiration time.Duration) ([]byte, string, error) {
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return nil, "", err
+	}
+	seconds := int64(expiration / time.Second)
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, "", fmt.Errorf("creating a token of ServiceAccount %s/%s: %w", namespace, name, err)
 	}
 	data, err := kubeconfig(cp.Config.Host, cp.Config.CAData, &clientcmdapi.AuthInfo{Token: tr.Status.Token})
 	return data, tr.Status.Token, err

@@ -48,6 +48,9 @@ func Start(ctx context.Context) (*Framework, error) {
 		ArgoCD:    true,
 		GitServer: &gitserver.Options{Addr: "127.0.0.1:0", TLS: true},
 		Progress:  func(step string) { fmt.Fprintf(os.Stderr, "e2e: %s\n", step) },
+		// The binaries run with only the RBAC of their +kubebuilder:rbac markers, so that a
+		// missing marker fails the suite.
+		LeastPrivilege: true,
 	})
 	if err != nil {
 		_ = os.RemoveAll(dir)

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
@@ -44,6 +45,12 @@ type Options struct {
 	ArgoCD bool
 	// GitServer, if set, starts a Git server; Argo CD and the backend trust its authority.
 	GitServer *gitserver.Options
+	// LeastPrivilege runs each binary as its ServiceAccount of manifests/base, bound only to
+	// the roles generated from its +kubebuilder:rbac markers (manifests/rbac) as
+	// manifests/base binds them, with leader election on (see leastprivilege.go), instead of
+	// as the admin. Stop then also fails if the API server refused a binary's request (see
+	// Stack.Forbidden). Argo CD keeps the admin kubeconfig.
+	LeastPrivilege bool
 }
 
 // Stack is a running service.
@@ -62,6 +69,8 @@ type Stack struct {
 	ArgoCD *ArgoCD
 	// Git is the running Git server, when Options.GitServerAddr was set.
 	Git *gitserver.Server
+	// ServiceAccounts each binary runs as, by binary name, under Options.LeastPrivilege.
+	ServiceAccounts map[string]client.ObjectKey
 
 	launches map[string]launch
 }
@@ -71,6 +80,8 @@ type launch struct {
 	path   string
 	args   []string
 	probes string
+	// kubeconfig of the binary (default: the admin's, Stack.Kubeconfig).
+	kubeconfig string
 }
 
 // StartBinary starts a binary of the stack (again, after CrashBinary) and waits until it
@@ -83,8 +94,12 @@ func (s *Stack) StartBinary(ctx context.Context, name string) error {
 	if p := s.Processes[name]; p != nil && p.Running() {
 		return fmt.Errorf("%s is running", name)
 	}
+	kubeconfig := l.kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = s.Kubeconfig
+	}
 	p, err := testenv.StartProcessWithEnv(l.path, l.args, filepath.Join(s.LogDir, name+".log"),
-		[]string{"KUBECONFIG=" + s.Kubeconfig})
+		[]string{"KUBECONFIG=" + kubeconfig})
 	if err != nil {
 		return err
 	}
@@ -117,7 +132,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		return nil, err
 	}
 	s = &Stack{Processes: map[string]*testenv.Process{}, LogDir: filepath.Join(dir, "logs"), MetricsAddr: map[string]string{},
-		launches: map[string]launch{}}
+		launches: map[string]launch{}, ServiceAccounts: map[string]client.ObjectKey{}}
 	if err := os.MkdirAll(s.LogDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -199,7 +214,17 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 			// Provisioned DeploymentTargets point at this API server, as Argo CD reaches it.
 			args = append(args, "--namespace-provisioner-api-url="+s.ControlPlane.Config.Host)
 		}
-		s.launches[name] = launch{path: filepath.Join(bins, name), args: append(args, opts.Args[name]...), probes: probes}
+		l := launch{path: filepath.Join(bins, name), probes: probes}
+		if opts.LeastPrivilege {
+			sa, kubeconfig, err := grantLeastPrivilege(ctx, s.ControlPlane, dir, name)
+			if err != nil {
+				return s, fmt.Errorf("least privilege for %s: %w", name, err)
+			}
+			s.ServiceAccounts[name], l.kubeconfig = sa, kubeconfig
+			args = append(args, leaderElectionArgs(name, sa)...)
+		}
+		l.args = append(args, opts.Args[name]...)
+		s.launches[name] = l
 		if err := s.StartBinary(ctx, name); err != nil {
 			return s, err
 		}
@@ -249,6 +274,7 @@ func (s *Stack) Stop() error {
 	if s.ControlPlane != nil {
 		errs = append(errs, s.ControlPlane.Stop())
 	}
+	errs = append(errs, s.forbiddenError())
 	return errors.Join(errs...)
 }
 
