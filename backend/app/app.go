@@ -139,6 +139,9 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	if err := mgr.Add(rebalancer.Task()); err != nil {
 		return err
 	}
+	if err := mgr.Add(&signal.Outstanding{Signaller: signaller, Store: store}); err != nil {
+		return err
+	}
 	router := events.NewRouter(mgr.GetClient(), database, store, log.WithName("events"),
 		func() client.ObjectList { return &v1.GitOpsDeploymentList{} },
 		func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} })

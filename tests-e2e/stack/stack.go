@@ -87,6 +87,12 @@ type launch struct {
 // StartBinary starts a binary of the stack (again, after CrashBinary) and waits until it
 // is ready.
 func (s *Stack) StartBinary(ctx context.Context, name string) error {
+	return s.StartBinaryWithEnv(ctx, name)
+}
+
+// StartBinaryWithEnv is StartBinary with extra environment variables (NAME=value) for this
+// run of the binary only.
+func (s *Stack) StartBinaryWithEnv(ctx context.Context, name string, env ...string) error {
 	l, ok := s.launches[name]
 	if !ok {
 		return fmt.Errorf("%s is not a binary of this stack", name)
@@ -99,7 +105,7 @@ func (s *Stack) StartBinary(ctx context.Context, name string) error {
 		kubeconfig = s.Kubeconfig
 	}
 	p, err := testenv.StartProcessWithEnv(l.path, l.args, filepath.Join(s.LogDir, name+".log"),
-		[]string{"KUBECONFIG=" + kubeconfig})
+		append([]string{"KUBECONFIG=" + kubeconfig}, env...))
 	if err != nil {
 		return err
 	}

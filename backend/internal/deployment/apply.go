@@ -11,6 +11,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
+	"github.com/gitops-service/gitops-service/backend-shared/crashpoint"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend/internal/validation"
 )
@@ -108,6 +109,7 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 	if err != nil {
 		return tenant, err
 	}
+	crashpoint.Hit(crashpoint.BackendAfterApplyCommit)
 	return tenant, r.Signal.CRs(ctx, ops...)
 }
 
@@ -176,6 +178,7 @@ func (r *Reconciler) removeByName(ctx context.Context, namespace, name, keepUID 
 	if err != nil {
 		return err
 	}
+	crashpoint.Hit(crashpoint.BackendAfterDeleteCommit)
 	return r.Signal.CRs(ctx, ops...)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -86,3 +87,51 @@ func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, op *db.Op
 
 // CRName is the name of an operation's CR.
 func CRName(operationID string) string { return "operation-" + operationID }
+
+// PendingStore is the part of the database Outstanding reads.
+type PendingStore interface {
+	ListEngineInstances(ctx context.Context, idb bun.IDB) ([]db.EngineInstance, error)
+	ListPendingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
+}
+
+// Outstanding is a leader-elected Runnable that, once when the backend starts, creates the
+// Operation CRs of every unfinished operation. A backend killed between a transaction's
+// commit and its CRs leaves operations that no reconcile may signal again (a deleted
+// GitOpsDeployment is not reconciled again); creating a CR that exists is a no-op.
+type Outstanding struct {
+	Signaller *Signaller
+	Store     PendingStore
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (o *Outstanding) NeedLeaderElection() bool { return true }
+
+// Start implements manager.Runnable; it returns once done, logging what failed (the
+// agents' sweeps re-create missing CRs too).
+func (o *Outstanding) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("outstanding-operations")
+	engines, err := o.Store.ListEngineInstances(ctx, o.Signaller.DB)
+	if err != nil {
+		log.Error(err, "Listing engine instances failed")
+		return nil
+	}
+	created := 0
+	for i := range engines {
+		ops, err := o.Store.ListPendingOperations(ctx, o.Signaller.DB, engines[i].ID)
+		if err != nil {
+			log.Error(err, "Listing unfinished operations failed", "engineInstance", engines[i].ID)
+			continue
+		}
+		for j := range ops {
+			if err := o.Signaller.CR(ctx, &engines[i], &ops[j]); err != nil {
+				log.Error(err, "Creating the CR of an unfinished operation failed", "operation", ops[j].ID)
+				continue
+			}
+			created++
+		}
+	}
+	if created > 0 {
+		log.Info("Signalled the unfinished operations", "operations", created)
+	}
+	return nil
+}

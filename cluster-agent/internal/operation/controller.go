@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/crashpoint"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
@@ -283,6 +284,7 @@ func (r *Reconciler) reconcileResource(ctx context.Context, resourceType db.Oper
 		start := time.Now()
 		outcome, err = h.Handle(ctx, Target{ResourceID: resourceID, TenantID: tenantID})
 		agentmetrics.ObserveOperation(string(resourceType), handlerOutcome(outcome, err), time.Since(start))
+		crashpoint.Hit(crashpoint.AgentAfterHandler)
 	} else {
 		outcome = Failed(fmt.Sprintf("unsupported resource type %q", resourceType))
 		agentmetrics.OperationsProcessed.WithLabelValues(string(resourceType), agentmetrics.OutcomeFailed).Inc()
@@ -381,6 +383,7 @@ func (r *Reconciler) update(ctx context.Context, ops []db.Operation, state db.Op
 	if err != nil {
 		return nil, err
 	}
+	crashpoint.Hit(crashpoint.AgentAfterStateCommit)
 	return out, nil
 }
 
