@@ -23,11 +23,13 @@ import (
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/go-logr/logr"
 	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -48,6 +50,7 @@ var (
 const repoURL = "https://git.example.com/chaos/config.git"
 
 func TestChaos(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	g := NewWithT(t)
@@ -83,13 +86,16 @@ func TestChaos(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	c := s.ControlPlane.Client
 
+	var tokens []string // the tenants' ServiceAccount tokens, which must never be logged
 	w := &world{c: c, rng: rng, deployments: map[client.ObjectKey]*v1.GitOpsDeployment{}, envs: map[client.ObjectKey]bool{},
 		synced: map[client.ObjectKey]bool{}}
 	for i := range *tenants {
 		ns := fmt.Sprintf("chaos-%d", i)
 		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		kubeconfig, _, err := s.ControlPlane.ServiceAccountKubeconfig(ctx, ns, "deployer")
+		kubeconfig, token, err := s.ControlPlane.ServiceAccountKubeconfig(ctx, ns, "deployer")
 		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(token).NotTo(BeEmpty())
+		tokens = append(tokens, token)
 		g.Expect(c.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "cluster", Namespace: ns},
 			Type:       v1.ManagedEnvironmentSecretType,
@@ -125,9 +131,22 @@ func TestChaos(t *testing.T) {
 		g.Expect(p.Running()).To(BeTrue(), "%s is running after the faults", name)
 	}
 
-	lastFault := time.Now()
-	g.Eventually(func(g Gomega) { w.consistent(ctx, g, s) }, *converge, time.Second).Should(Succeed())
+	// The convergence window starts when the last fault ended, not when the churn did.
+	lastFault := faults.lastRecovered()
+	if lastFault.IsZero() {
+		lastFault = time.Now()
+	}
+	g.Eventually(func(g Gomega) { w.consistent(ctx, g, s) }, max(time.Until(lastFault.Add(*converge)), time.Second), time.Second).Should(Succeed())
 	convergedIn := time.Since(lastFault)
+
+	// The tenants' credentials never reach the binaries' logs, however they failed.
+	for _, name := range []string{"backend", "cluster-agent"} {
+		data, err := os.ReadFile(filepath.Join(s.LogDir, name+".log"))
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, token := range tokens {
+			g.Expect(strings.Contains(string(data), token)).To(BeFalse(), "a tenant's token is in %s.log", name)
+		}
+	}
 
 	// No goroutine growth: what the processes run at rest after the churn is of the order
 	// of what they ran at rest before it.
@@ -326,8 +345,9 @@ func (w *world) someEnvironment(ns string) string {
 }
 
 // consistent checks the end state: every live GitOpsDeployment has exactly one Argo CD
-// Application with its spec, no other Application, rows, Operations or cluster Secrets
-// are left, and every live environment has its cluster Secret.
+// Application with its spec; no other Application, rows, Operations, Operation CRs, cluster
+// or repository Secrets or AppProjects are left; every live environment has its cluster
+// Secret and every tenant with applications its AppProject.
 func (w *world) consistent(ctx context.Context, g Gomega, s *stack.Stack) {
 	c := s.ControlPlane.Client
 	live := &v1.GitOpsDeploymentList{}
@@ -389,12 +409,51 @@ func (w *world) consistent(ctx context.Context, g Gomega, s *stack.Stack) {
 	unfinished, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(unfinished).To(BeEmpty(), "unfinished operations")
+
+	ids := func(query string) map[string]bool {
+		rows, err := conn.Query(ctx, query)
+		g.Expect(err).NotTo(HaveOccurred(), query)
+		list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		g.Expect(err).NotTo(HaveOccurred(), query)
+		set := map[string]bool{}
+		for _, id := range list {
+			set[id] = true
+		}
+		return set
+	}
+	// AppProjects: none for a tenant without a row, one at least for each tenant with
+	// applications.
+	projects := &argov1alpha1.AppProjectList{}
+	g.Expect(c.List(ctx, projects, client.InNamespace(stack.EngineNamespace),
+		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue})).To(Succeed())
+	tenantRows, projectTenants := ids("SELECT id::text FROM tenants"), map[string]bool{}
+	for _, p := range projects.Items {
+		tenant := p.Labels[argocd.LabelTenantID]
+		g.Expect(tenantRows).To(HaveKey(tenant), "AppProject %s has a tenant row", p.Name)
+		projectTenants[tenant] = true
+	}
+	for tenant := range ids("SELECT DISTINCT tenant_id::text FROM applications") {
+		g.Expect(projectTenants).To(HaveKey(tenant), "tenant %s with applications has an AppProject", tenant)
+	}
+	// Repository Secrets (two per credential): none left over.
+	g.Expect(c.List(ctx, secrets, client.InNamespace(stack.EngineNamespace),
+		client.MatchingLabels{argocd.LabelSecretType: argocd.SecretTypeRepository})).To(Succeed())
+	g.Expect(secrets.Items).To(HaveLen(2*count("SELECT count(*) FROM repository_credentials")), "repository Secrets")
+	// Operation CRs: each has its row (rows are written before CRs and collected with them).
+	crs := &v1.OperationList{}
+	g.Expect(c.List(ctx, crs, client.InNamespace(stack.EngineNamespace))).To(Succeed())
+	operationRows := ids("SELECT id::text FROM operations")
+	for _, cr := range crs.Items {
+		g.Expect(operationRows).To(HaveKey(cr.Spec.OperationID), "Operation CR %s has a row", cr.Name)
+	}
 }
 
 // faultLog counts the faults injected, by kind.
 type faultLog struct {
 	mu    sync.Mutex
 	kinds map[string]int
+	// last is when the last fault's part was back.
+	last time.Time
 }
 
 func (f *faultLog) add(kind string) {
@@ -404,6 +463,14 @@ func (f *faultLog) add(kind string) {
 		f.kinds = map[string]int{}
 	}
 	f.kinds[kind]++
+	f.last = time.Now()
+}
+
+// lastRecovered is when the last fault ended (the zero time if there was none).
+func (f *faultLog) lastRecovered() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last
 }
 
 func (f *faultLog) total() int {
