@@ -2,8 +2,10 @@ package observability
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -199,4 +201,23 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		}
 	}
 	g.Expect(missing).To(BeEmpty(), "dashboard metrics no binary exports")
+
+	// Logs are structured: every line of every binary is a JSON object with a level, a
+	// time and a message, and the operation's lines carry its tenant and resource.
+	var tenantLines int
+	for _, bin := range stack.Binaries {
+		data, err := os.ReadFile(filepath.Join(s.LogDir, bin+".log"))
+		g.Expect(err).NotTo(HaveOccurred())
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		g.Expect(lines).NotTo(BeEmpty(), "%s logs", bin)
+		for _, line := range lines {
+			var entry map[string]any
+			g.Expect(json.Unmarshal([]byte(line), &entry)).To(Succeed(), "%s log line is JSON: %s", bin, line)
+			g.Expect(entry).To(And(HaveKey("level"), HaveKey("ts"), HaveKey("msg")), "%s log line: %s", bin, line)
+			if bin == "cluster-agent" && entry["tenant"] == app.Labels[argocd.LabelTenantID] && entry["resourceID"] == string(depl.UID) {
+				tenantLines++
+			}
+		}
+	}
+	g.Expect(tenantLines).To(BeNumerically(">", 0), "the cluster-agent logs the operation with its tenant and resource")
 }
