@@ -109,3 +109,16 @@ func BenchmarkUpsertApplicationStateUnchanged(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRoundTrip: one `SELECT 1`, the floor the other benchmarks are read against.
+func BenchmarkRoundTrip(b *testing.B) {
+	f := newFixture(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		var one int
+		if err := f.db.NewRaw("SELECT 1").Scan(f.ctx, &one); err != nil || one != 1 {
+			b.Fatalf("one=%d err=%v", one, err)
+		}
+	}
+}
