@@ -86,3 +86,13 @@ func kubeconfig(server string, caData []byte, user *clientcmdapi.AuthInfo) ([]by
 	cfg.CurrentContext = "context"
 	return clientcmd.Write(*cfg)
 }
+
+// TokenKubeconfig is a kubeconfig with a bearer token for server (the control plane's own
+// address, or another that reaches it), trusting the control plane's CA.
+func (cp *ControlPlane) TokenKubeconfig(server, token string) []byte {
+	data, err := kubeconfig(server, cp.Config.CAData, &clientcmdapi.AuthInfo{Token: token})
+	if err != nil {
+		panic(err) // writing a well-formed Config does not fail
+	}
+	return data
+}

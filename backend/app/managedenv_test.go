@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -42,18 +40,7 @@ func (h *harness) serviceAccountToken(name string, clusterAdmin bool) string {
 }
 
 // kubeconfig is a kubeconfig for the test cluster with a bearer token.
-func kubeconfig(server, token string) []byte {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["remote"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: cp.Config.CAData}
-	cfg.AuthInfos["deployer"] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["remote"] = &clientcmdapi.Context{Cluster: "remote", AuthInfo: "deployer"}
-	cfg.CurrentContext = "remote"
-	data, err := clientcmd.Write(*cfg)
-	if err != nil {
-		panic(err)
-	}
-	return data
-}
+func kubeconfig(server, token string) []byte { return cp.TokenKubeconfig(server, token) }
 
 func (h *harness) newEnvironment(name string, secretType corev1.SecretType, data map[string][]byte, mutate ...func(*v1.GitOpsDeploymentManagedEnvironment)) *v1.GitOpsDeploymentManagedEnvironment {
 	h.t.Helper()

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,16 +41,7 @@ func startRemote(t *testing.T) *testenv.ControlPlane {
 
 // remoteKubeconfig is a bearer-token kubeconfig for remote's server.
 func remoteKubeconfig(remote *testenv.ControlPlane, token string) []byte {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["remote"] = &clientcmdapi.Cluster{Server: remote.Config.Host, CertificateAuthorityData: remote.Config.CAData}
-	cfg.AuthInfos["deployer"] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["remote"] = &clientcmdapi.Context{Cluster: "remote", AuthInfo: "deployer"}
-	cfg.CurrentContext = "remote"
-	data, err := clientcmd.Write(*cfg)
-	if err != nil {
-		panic(err)
-	}
-	return data
+	return remote.TokenKubeconfig(remote.Config.Host, token)
 }
 
 // remoteToken creates a ServiceAccount with no rights on remote and returns a token of it.
