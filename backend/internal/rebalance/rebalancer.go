@@ -69,6 +69,10 @@ func (r *Rebalancer) Run(ctx context.Context) ([]tenancy.Move, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing tenants: %w", err)
 	}
+	plan := r.Planner.Plan(tenants, instances)
+	if len(plan) == 0 {
+		return nil, nil // balanced: the usual run, two statements
+	}
 	moving, err := store.MovingTenantIDs(ctx, idb)
 	if err != nil {
 		return nil, fmt.Errorf("listing moving tenants: %w", err)
@@ -80,7 +84,7 @@ func (r *Rebalancer) Run(ctx context.Context) ([]tenancy.Move, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var started []tenancy.Move
 	var errs []error
-	for _, mv := range r.Planner.Plan(tenants, instances) {
+	for _, mv := range plan {
 		if len(started) == limit {
 			break
 		}
