@@ -131,8 +131,11 @@ func existingIDs(ctx context.Context, q *bun.SelectQuery, column string, ids []s
 // instance: an application (with the managed environment it deploys to, if any) or a
 // repository credential.
 type InstanceResource struct {
-	ID                   string `bun:"id"`
-	TenantID             string `bun:"tenant_id"`
+	ID       string `bun:"id"`
+	TenantID string `bun:"tenant_id"`
+	// Name and ManagedEnvironmentID: an application's Argo CD name and target (empty
+	// in-cluster).
+	Name                 string `bun:"name"`
 	ManagedEnvironmentID string `bun:"managed_environment_id"`
 }
 
@@ -140,7 +143,7 @@ type InstanceResource struct {
 // instance whose id sorts after afterID ("" for the first batch).
 func (s *Store) ListInstanceApplicationsAfter(ctx context.Context, idb bun.IDB, engineInstanceID, afterID string, limit int) ([]InstanceResource, error) {
 	return listInstanceResourcesAfter(ctx, idb.NewSelect().Table("applications").
-		Column("id", "tenant_id").ColumnExpr("coalesce(managed_environment_id::text, '') AS managed_environment_id"),
+		Column("id", "tenant_id", "name").ColumnExpr("coalesce(managed_environment_id::text, '') AS managed_environment_id"),
 		engineInstanceID, afterID, limit)
 }
 

@@ -311,7 +311,7 @@ func (s *Sweeper) restoreMissing(ctx context.Context, res *Result, seen present)
 	}
 	signalledEnvs, signalledTenants := map[string]bool{}, map[string]bool{}
 	errApps := s.walkInstanceRows(ctx, s.Store.ListInstanceApplicationsAfter, func(app db.InstanceResource) {
-		if !seen.applications[app.ID] {
+		if !seen.applications[app.ID] && s.applicationMissing(ctx, app.Name) {
 			restore(db.OperationResourceApplication, app.ID, app.TenantID)
 		}
 		if env := app.ManagedEnvironmentID; env != "" && !seen.clusters[env] && !signalledEnvs[env] {
@@ -329,6 +329,13 @@ func (s *Sweeper) restoreMissing(ctx context.Context, res *Result, seen present)
 		}
 	})
 	return errors.Join(errApps, errRepos)
+}
+
+// applicationMissing confirms with the API server that an Application the cache does not
+// list is missing (the cache may not have seen one just created).
+func (s *Sweeper) applicationMissing(ctx context.Context, name string) bool {
+	err := s.APIReader.Get(ctx, client.ObjectKey{Namespace: s.Identity.Namespace, Name: name}, &argov1alpha1.Application{})
+	return apierrors.IsNotFound(err)
 }
 
 // walkInstanceRows calls visit for each row list returns for this instance, one batch at a
