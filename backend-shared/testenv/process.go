@@ -78,6 +78,13 @@ func (p *Process) Stop(grace time.Duration) error {
 	return nil
 }
 
+// ExitCode waits until the process has exited and returns its exit code (-1 if a signal
+// ended it).
+func (p *Process) ExitCode() int {
+	<-p.done
+	return p.cmd.ProcessState.ExitCode()
+}
+
 // Kill kills the process with SIGKILL, as a crash would, and waits until it is gone.
 func (p *Process) Kill() {
 	if !p.Running() {

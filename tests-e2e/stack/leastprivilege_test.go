@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -83,4 +84,17 @@ func TestLeastPrivilege(t *testing.T) {
 	forbidden, err := s.Forbidden()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(forbidden).To(BeEmpty())
+
+	// Each binary documents its flags, and SIGTERM stops it cleanly (exit code 0, well
+	// before Stop's grace period would kill it).
+	for name := range want {
+		help, err := exec.CommandContext(ctx, s.launches[name].path, "--help").CombinedOutput()
+		g.Expect(err).NotTo(HaveOccurred(), "%s --help: %s", name, help)
+		g.Expect(string(help)).To(ContainSubstring("-metrics-bind-address"), "%s --help", name)
+		p := s.Processes[name]
+		start := time.Now()
+		g.Expect(p.Stop(30 * time.Second)).To(Succeed())
+		g.Expect(p.ExitCode()).To(BeZero(), "%s exits cleanly on SIGTERM", name)
+		g.Expect(time.Since(start)).To(BeNumerically("<", 20*time.Second), "%s stops promptly", name)
+	}
 }
