@@ -146,7 +146,8 @@ type Result struct {
 // application, cluster Secrets by managed environment, repository Secrets by repository
 // credential and AppProjects by tenant.
 type present struct {
-	applications, clusters, repositories, projects map[string]bool
+	applications                     map[string]bool
+	clusters, repositories, projects map[string]object
 }
 
 func sweepFinding(ownerTenantID string, resourceType db.OperationResourceType) string {
@@ -273,7 +274,7 @@ func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result, 
 			tenants[id] = object{name: "the Secrets of tenant " + id, tenantID: id, drifted: true}
 		}
 	}
-	seen.clusters, seen.repositories, seen.projects = keys(clusters), keys(repos), keys(tenants)
+	seen.clusters, seen.repositories, seen.projects = clusters, repos, tenants
 	if err := s.markTenantsServedElsewhere(ctx, tenants); err != nil {
 		return err
 	}
@@ -282,14 +283,6 @@ func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result, 
 		s.signalOrphans(ctx, db.OperationResourceRepositoryCredential, repos, s.Store.ExistingRepositoryCredentialIDs, &res.RepositorySecrets, res),
 		s.signalOrphans(ctx, db.OperationResourceAppProject, tenants, s.Store.ExistingTenantIDs, &res.AppProjects, res),
 	)
-}
-
-func keys(objects map[string]object) map[string]bool {
-	set := make(map[string]bool, len(objects))
-	for id := range objects {
-		set[id] = true
-	}
-	return set
 }
 
 // restoreMissing signals an operation, with the owner tenant so that its handler applies the
@@ -314,17 +307,18 @@ func (s *Sweeper) restoreMissing(ctx context.Context, res *Result, seen present)
 		if !seen.applications[app.ID] && s.applicationMissing(ctx, app.Name) {
 			restore(db.OperationResourceApplication, app.ID, app.TenantID)
 		}
-		if env := app.ManagedEnvironmentID; env != "" && !seen.clusters[env] && !signalledEnvs[env] {
+		env := app.ManagedEnvironmentID
+		if _, found := seen.clusters[env]; env != "" && !found && !signalledEnvs[env] {
 			signalledEnvs[env] = true
 			restore(db.OperationResourceManagedEnvironment, env, app.TenantID)
 		}
-		if !seen.projects[app.TenantID] && !signalledTenants[app.TenantID] {
+		if _, found := seen.projects[app.TenantID]; !found && !signalledTenants[app.TenantID] {
 			signalledTenants[app.TenantID] = true
 			restore(db.OperationResourceAppProject, app.TenantID, app.TenantID)
 		}
 	})
 	errRepos := s.walkInstanceRows(ctx, s.Store.ListInstanceRepositoryCredentialsAfter, func(cred db.InstanceResource) {
-		if !seen.repositories[cred.ID] {
+		if _, found := seen.repositories[cred.ID]; !found {
 			restore(db.OperationResourceRepositoryCredential, cred.ID, cred.TenantID)
 		}
 	})
