@@ -6,8 +6,6 @@ package crash
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -45,10 +43,8 @@ func TestCrashBetweenSteps(t *testing.T) {
 	})
 	t.Cleanup(func() {
 		if t.Failed() && s != nil {
-			for _, name := range []string{"backend", "cluster-agent"} {
-				if data, err := os.ReadFile(filepath.Join(s.LogDir, name+".log")); err == nil {
-					t.Logf("===== %s.log (last 4000 bytes)\n%s", name, data[max(0, len(data)-4000):])
-				}
+			for name, p := range s.Processes {
+				t.Logf("--- %s log tail:\n%s", name, p.Tail())
 			}
 		}
 		if s != nil {
