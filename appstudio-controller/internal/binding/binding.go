@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -29,6 +28,7 @@ import (
 	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/environment"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
 // Reasons of the binding's ErrorOccurred condition (status.bindingConditions).
@@ -84,7 +84,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Owns(&gitops.GitOpsDeployment{}).
 		Watches(&appstudio.Environment{}, handler.EnqueueRequestsFromMapFunc(r.forEnvironment)).
 		Watches(&appstudio.SnapshotEnvironmentBinding{}, handler.EnqueueRequestsFromMapFunc(r.forSiblings)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("snapshotenvironmentbinding").
 		Complete(r)
 }

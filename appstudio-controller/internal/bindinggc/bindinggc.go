@@ -26,12 +26,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/promotion"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
 const (
@@ -84,7 +84,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.SnapshotEnvironmentBinding{}).
 		Watches(newApplication(), handler.EnqueueRequestsFromMapFunc(r.bindingsOf), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named(Name).
 		Complete(r)
 }

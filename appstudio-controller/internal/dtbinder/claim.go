@@ -21,12 +21,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
 // ClaimReconciler binds DeploymentTargetClaims.
@@ -49,7 +49,7 @@ func (r *ClaimReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) 
 		For(&appstudio.DeploymentTargetClaim{}).
 		Watches(&appstudio.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(r.forTarget)).
 		Watches(&appstudio.DeploymentTargetClass{}, handler.EnqueueRequestsFromMapFunc(r.forClass)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("deploymenttargetclaim-binder").
 		Complete(r)
 }

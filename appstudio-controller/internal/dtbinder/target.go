@@ -9,11 +9,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
 // TargetReconciler keeps the phase of DeploymentTargets: Available without a claim, Bound
@@ -35,7 +35,7 @@ func (r *TargetReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.DeploymentTarget{}).
 		Watches(&appstudio.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.forClaim)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("deploymenttarget-binder").
 		Complete(r)
 }

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,6 +24,7 @@ import (
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
 // Reasons of the Environment's ErrorOccurred condition.
@@ -94,7 +94,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.forSecret)).
 		Watches(&appstudio.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.forClaim)).
 		Watches(&appstudio.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(r.forTarget)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("environment").
 		Complete(r)
 }

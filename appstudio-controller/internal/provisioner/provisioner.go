@@ -24,11 +24,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
 // Name is the provisioner name a DeploymentTargetClass sets in spec.provisioner to use it.
@@ -94,7 +94,7 @@ type ClaimReconciler struct {
 func (r *ClaimReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.DeploymentTargetClaim{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("namespace-provisioner").
 		Complete(r)
 }
@@ -237,7 +237,7 @@ type TargetReconciler struct {
 func (r *TargetReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.DeploymentTarget{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("namespace-provisioner-deleter").
 		Complete(r)
 }

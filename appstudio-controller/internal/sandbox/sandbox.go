@@ -28,12 +28,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	toolchain "github.com/gitops-service/gitops-service/api/toolchain/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/provisioner"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
 // Name is the provisioner name a DeploymentTargetClass sets in spec.provisioner to use it.
@@ -101,7 +101,7 @@ func (r *ClaimReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) 
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.DeploymentTargetClaim{}).
 		Owns(&toolchain.SpaceRequest{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("devsandbox-provisioner").
 		Complete(r)
 }
@@ -294,7 +294,7 @@ func (r *TargetReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.DeploymentTarget{}).
 		Owns(&toolchain.SpaceRequest{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("devsandbox-provisioner-deleter").
 		Complete(r)
 }

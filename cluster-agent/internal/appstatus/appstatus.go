@@ -19,13 +19,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	agentmetrics "github.com/gitops-service/gitops-service/cluster-agent/internal/metrics"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
@@ -71,7 +71,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A spec change that is not ours (the generation moves) is reverted below.
 		return !sameState(State(oldApp), State(newApp)) || oldApp.Generation != newApp.Generation
 	}}
-	opts := controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}
+	opts := manageropts.ControllerOptions(r.MaxConcurrentReconciles)
 	if r.SkipNameValidation {
 		skip := true
 		opts.SkipNameValidation = &skip

@@ -30,6 +30,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/crashpoint"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	agentmetrics "github.com/gitops-service/gitops-service/cluster-agent/internal/metrics"
 )
@@ -110,6 +111,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	base := mgr.GetLogger().WithValues("controller", ControllerName)
 	opts := controller.TypedOptions[Request]{
 		MaxConcurrentReconciles: r.MaxConcurrentReconciles,
+		RateLimiter:             manageropts.RetryRateLimiter[Request](),
 		LogConstructor: func(req *Request) logr.Logger {
 			switch {
 			case req == nil:
