@@ -41,6 +41,22 @@ func TestOperationGarbageCollection(t *testing.T) {
 	orphanID := uuid.NewString()
 	e.createCR(orphanID)
 
+	// A CR whose row was lost after the agent took it up (a database failed over to an
+	// asynchronous replica): it stays unfinished and no event brings it back to the
+	// operation controller, so the collector removes it.
+	lost := &db.Operation{EngineInstanceID: e.id.InstanceID, ResourceType: db.OperationResourceAppProject,
+		ResourceID: tenant.ID, OwnerTenantID: tenant.ID}
+	g.Expect(e.store.CreateOperation(e.ctx, e.db, lost)).To(Succeed())
+	lostCR := e.createCR(lost.ID)
+	g.Eventually(func(g Gomega) {
+		g.Expect(e.c.Get(e.ctx, client.ObjectKeyFromObject(lostCR), lostCR)).To(Succeed())
+		g.Expect(lostCR.Status.State).To(Equal(v1.OperationStateCompleted))
+	}, timeout, interval).Should(Succeed())
+	_, err := e.db.NewDelete().Model((*db.Operation)(nil)).Where("id = ?", lost.ID).Exec(e.ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	lostCR.Status.State = v1.OperationStateInProgress
+	g.Expect(e.c.Status().Update(e.ctx, lostCR)).To(Succeed())
+
 	crGone := func(id string) func() bool {
 		return func() bool {
 			err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(id)}, &v1.Operation{})
@@ -53,6 +69,7 @@ func TestOperationGarbageCollection(t *testing.T) {
 	}, timeout, interval).Should(MatchError(db.ErrNotFound))
 	g.Eventually(crGone(expiring.ID), timeout, interval).Should(BeTrue())
 	g.Eventually(crGone(orphanID), timeout, interval).Should(BeTrue())
+	g.Eventually(crGone(lost.ID), timeout, interval).Should(BeTrue())
 
 	g.Consistently(func(g Gomega) {
 		g.Expect(e.store.GetOperation(e.ctx, e.db, kept.ID)).NotTo(BeNil())

@@ -1,6 +1,6 @@
 // Package opgc garbage-collects finished operations: a leader-elected manager Runnable that
 // periodically deletes the operation rows whose retention expired, with their Operation
-// CRs, and removes finished Operation CRs whose row no longer exists.
+// CRs, and removes the Operation CRs whose row no longer exists.
 package opgc
 
 import (
@@ -107,7 +107,12 @@ func (c *Collector) collectBatch(ctx context.Context, batch int) (int, error) {
 	return n, nil
 }
 
-// sweepOrphans deletes the finished Operation CRs of the namespace whose row is gone.
+// sweepOrphans deletes the Operation CRs of the namespace whose row is gone. A row is
+// committed before its CR is created and deleted with it, so a CR without a row is an
+// orphan whatever its state: its row was garbage-collected while the CR's deletion failed,
+// or the row was lost (a database restored from a backup, or failed over to an asynchronous
+// replica, loses the last committed transactions). An unfinished one would otherwise stay
+// forever, since nothing reconciles an Operation CR again after its create event.
 func (c *Collector) sweepOrphans(ctx context.Context) (int, error) {
 	list := &v1.OperationList{}
 	if err := c.Client.List(ctx, list, client.InNamespace(c.Identity.Namespace)); err != nil {
@@ -116,14 +121,13 @@ func (c *Collector) sweepOrphans(ctx context.Context) (int, error) {
 	var ids []string
 	names := map[string][]string{}
 	for _, cr := range list.Items {
-		if cr.Status.State != v1.OperationStateCompleted && cr.Status.State != v1.OperationStateFailed {
-			continue
-		}
 		id := cr.Spec.OperationID
 		if _, err := uuid.Parse(id); err != nil {
-			// Not an id at all: the operation controller marked it Failed.
-			if err := c.deleteCR(ctx, cr.Name); err != nil {
-				return 0, err
+			// Not an id at all: deleted once the operation controller marked it Failed.
+			if cr.Status.State == v1.OperationStateFailed {
+				if err := c.deleteCR(ctx, cr.Name); err != nil {
+					return 0, err
+				}
 			}
 			continue
 		}
