@@ -184,9 +184,12 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	sweeper := &sweep.Sweeper{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), DB: database, Store: store, Signal: signaller, Interval: o.SweepInterval,
 		Kinds: map[string]sweep.Kind{
-			sweep.KindDeployment:          {New: func() client.Object { return &v1.GitOpsDeployment{} }, Reconciler: deployments},
-			string(db.APIResourceSyncRun): {New: func() client.Object { return &v1.GitOpsDeploymentSyncRun{} }, Reconciler: syncRuns},
+			sweep.KindDeployment: {New: func() client.Object { return &v1.GitOpsDeployment{} }, Reconciler: deployments,
+				NewList: func() client.ObjectList { return &v1.GitOpsDeploymentList{} }, Queue: &router.Deployments},
+			string(db.APIResourceSyncRun): {New: func() client.Object { return &v1.GitOpsDeploymentSyncRun{} }, Reconciler: syncRuns,
+				NewList: func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} }, Queue: &router.SyncRuns},
 			string(db.APIResourceManagedEnvironment): {New: func() client.Object { return &v1.GitOpsDeploymentManagedEnvironment{} }, Reconciler: environments,
+				NewList: func() client.ObjectList { return &v1.GitOpsDeploymentManagedEnvironmentList{} }, Queue: &environments.Queue,
 				Remover: &mapping.Remover{DB: database, Store: store, Tenancy: resolver, Signal: signaller, Kind: db.APIResourceManagedEnvironment,
 					ResourceType: db.OperationResourceManagedEnvironment, DeleteRow: store.DeleteManagedEnvironment}},
 			string(db.APIResourceRepositoryCredential): {New: func() client.Object { return &v1.GitOpsDeploymentRepositoryCredential{} }, Reconciler: repositoryCredentials,

@@ -163,3 +163,37 @@ func sweepCounter(t *testing.T, name, kind string) float64 {
 	}
 	return 0
 }
+
+// TestSweepReconcilesAgainWhatLostItsRows deletes the rows a reconcile of a GitOpsDeployment
+// wrote, as a database that lost its last transactions would (restored from a backup, or
+// failed over to an asynchronous replica): nothing about the CR changes, so only the
+// sweep, which finds a CR without rows, brings them back. A deployment whose rows are there
+// is not touched.
+func TestSweepReconcilesAgainWhatLostItsRows(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t, func(o *app.Options) { o.SweepInterval = time.Second })
+	before := sweepCounter(t, "gitops_backend_sweep_requeued_total", "GitOpsDeployment")
+	lost := h.newDeployment("lost", v1.GitOpsDeploymentSpecTypeAutomated)
+	control := h.newDeployment("control", v1.GitOpsDeploymentSpecTypeAutomated)
+	h.application(lost.UID)
+	h.application(control.UID)
+	tenant := h.tenantRow()
+
+	// The application row goes, and its mapping with it (ON DELETE CASCADE); so does the
+	// operation written in the same transaction.
+	_, err := h.db.NewDelete().Model((*db.Application)(nil)).Where("tenant_id = ? AND id = ?", tenant.ID, string(lost.UID)).Exec(h.ctx)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	_, err = h.db.NewDelete().Model((*db.Operation)(nil)).Where("resource_id = ?", string(lost.UID)).Exec(h.ctx)
+	h.g.Expect(err).NotTo(HaveOccurred())
+
+	app := h.application(lost.UID)
+	h.g.Expect(app.Spec.Source.Path).To(Equal(lost.Spec.Source.Path))
+	_, err = h.store.GetDeploymentMapping(h.ctx, h.db, tenant.ID, string(lost.UID))
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Eventually(func() []db.Operation { return h.operations(db.OperationResourceApplication, string(lost.UID)) }, eventually, poll).Should(HaveLen(1))
+	h.g.Expect(sweepCounter(t, "gitops_backend_sweep_requeued_total", "GitOpsDeployment")).To(BeNumerically(">=", before+1))
+
+	h.g.Consistently(func() []db.Operation {
+		return h.operations(db.OperationResourceApplication, string(control.UID))
+	}, 3*time.Second, 200*time.Millisecond).Should(HaveLen(1))
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
@@ -56,6 +57,9 @@ type Reconciler struct {
 	Tenancy  *tenancy.Resolver
 	Signal   *signal.Signaller
 	Recorder record.EventRecorder
+	// Queue hands the controller's workqueue to the sweep, which requeues environments
+	// without rows.
+	Queue events.Queue
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch
@@ -74,6 +78,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentManagedEnvironment{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentManagedEnvironmentList{} }, SecretIndex))).
+		WatchesRawSource(r.Queue.Source()).
 		WithOptions(manageropts.ControllerOptions(0)).
 		Named("gitopsdeploymentmanagedenvironment").
 		Complete(r)

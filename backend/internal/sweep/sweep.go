@@ -2,7 +2,9 @@
 // manager Runnable that periodically walks the rows that stand for API CRs and removes, through
 // the controllers' own deletion path, those whose CR no longer exists (deleted while the
 // backend was down), and removes the tenants whose namespace no longer exists (deleted
-// before its CRs were processed), with Operations that delete their Argo CD objects.
+// before its CRs were processed), with Operations that delete their Argo CD objects. The
+// other way round, it puts the CRs that have no rows back into their controller's queue
+// (rows lost by the database, or a controller that keeps failing on them).
 //
 // Reads: existence is first checked in the manager's cache (the backend watches all four
 // kinds and Namespaces, so the scan costs the API server nothing); a row is only removed
@@ -20,6 +22,8 @@ import (
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +32,7 @@ import (
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/periodic"
+	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 )
@@ -52,6 +57,10 @@ var (
 		Name: "gitops_backend_sweep_removed_total",
 		Help: "Rows the periodic sweep removed because their CR (or, for kind Tenant, their namespace) no longer exists, by kind.",
 	}, []string{"kind"})
+	requeuedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gitops_backend_sweep_requeued_total",
+		Help: "CRs the periodic sweep put back into their controller's queue because they had no rows, by kind.",
+	}, []string{"kind"})
 	runsTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gitops_backend_sweep_runs_total",
 		Help: "Runs of the periodic sweep.",
@@ -59,7 +68,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(removedTotal, runsTotal)
+	ctrlmetrics.Registry.MustRegister(removedTotal, requeuedTotal, runsTotal)
 }
 
 // Store is the part of the database the sweep uses.
@@ -85,6 +94,13 @@ type Kind struct {
 	// under the same name (a mapping.Remover keeping the live UID). Without one, such rows
 	// are left to the controller, which removes them when it reconciles the new CR.
 	Remover *mapping.Remover
+	// NewList and Queue, if set, let the sweep check the other way round: a CR of the kind
+	// that has no row although it was created before the run started goes back into the
+	// controller's queue. Its rows were lost (a database restored from a backup, or failed
+	// over to an asynchronous replica, loses the last committed transactions), or the
+	// controller keeps failing on it; either way, reconciling it again is what fixes it.
+	NewList func() client.ObjectList
+	Queue   *events.Queue
 }
 
 // Sweeper is the Runnable.
@@ -122,23 +138,66 @@ type Result struct {
 	Checked int
 	Removed map[string]int
 	Skipped int
+	// Requeued CRs without rows, by kind.
+	Requeued map[string]int
+	// live holds, by kind, the UIDs of the CRs whose rows the run found.
+	live map[string]map[string]bool
 }
 
 // Run sweeps once: the tenants first (so that the rows of a gone namespace go with their
-// tenant), then the deployment mappings, then the API CR mappings.
+// tenant), then the deployment mappings, then the API CR mappings; last, the CRs without
+// rows are requeued.
 func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	runsTotal.Inc()
-	res := Result{Removed: map[string]int{}}
+	res := Result{Removed: map[string]int{}, Requeued: map[string]int{}, live: map[string]map[string]bool{}}
 	start := time.Now()
 	err := errors.Join(s.sweepTenants(ctx, &res), s.sweepDeployments(ctx, &res), s.sweepAPICRs(ctx, &res))
+	if err == nil {
+		// Only after a complete walk: a CR is unmapped only if no batch had its row.
+		err = s.requeueUnmapped(ctx, &res, start)
+	}
 	removed := 0
 	for kind, n := range res.Removed {
 		removedTotal.WithLabelValues(kind).Add(float64(n))
 		removed += n
 	}
+	for kind, n := range res.Requeued {
+		requeuedTotal.WithLabelValues(kind).Add(float64(n))
+	}
 	ctrl.LoggerFrom(ctx).Info("Swept rows of gone CRs", "checked", res.Checked, "removed", removed,
-		"removedByKind", res.Removed, "skipped", res.Skipped, "duration", time.Since(start).Round(time.Millisecond))
+		"removedByKind", res.Removed, "requeuedByKind", res.Requeued, "skipped", res.Skipped,
+		"duration", time.Since(start).Round(time.Millisecond))
 	return res, err
+}
+
+// requeueUnmapped puts the CRs created before start that have no row back into their
+// controller's queue.
+func (s *Sweeper) requeueUnmapped(ctx context.Context, res *Result, start time.Time) error {
+	var errs []error
+	for name, kind := range s.Kinds {
+		if kind.NewList == nil || kind.Queue == nil {
+			continue
+		}
+		list := kind.NewList()
+		if err := s.Cache.List(ctx, list); err != nil {
+			errs = append(errs, fmt.Errorf("listing %s: %w", name, err))
+			continue
+		}
+		live := res.live[name]
+		err := meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			if live[string(obj.GetUID())] || !obj.GetCreationTimestamp().Time.Before(start) || obj.GetDeletionTimestamp() != nil {
+				return nil
+			}
+			ctrl.LoggerFrom(ctx).V(1).Info("Reconciling a CR without rows again", "kind", name,
+				"namespace", obj.GetNamespace(), "name", obj.GetName())
+			kind.Queue.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			res.Requeued[name]++
+			return nil
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 func (s *Sweeper) batchSize() int {
@@ -324,7 +383,14 @@ func (s *Sweeper) sweepRow(ctx context.Context, res *Result, r row) {
 	}
 	switch {
 	case liveUID == r.uid:
-		return // the CR exists: never touched
+		// The CR exists: never touched.
+		if res.live != nil {
+			if res.live[r.kind] == nil {
+				res.live[r.kind] = map[string]bool{}
+			}
+			res.live[r.kind][r.uid] = true
+		}
+		return
 	case liveUID == "":
 		// The controller's deletion path, as on a deletion event.
 		_, err = kind.Reconciler.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.namespace, Name: r.name}})
