@@ -142,10 +142,11 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		db.OperationResourceManagedEnvironment:   &credsecret.Clusters{Client: c, DB: bdb, Store: store, Identity: id},
 		db.OperationResourceRepositoryCredential: &credsecret.Repositories{Client: c, DB: bdb, Store: store, Identity: id},
 	}
-	if err := (&operation.Reconciler{
+	operations := &operation.Reconciler{
 		Client: c, DB: bdb, Store: store, Identity: id, Handlers: handlers, RetryLimit: opts.OperationRetryLimit,
 		MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles), SkipNameValidation: opts.SkipNameValidation,
-	}).SetupWithManager(mgr); err != nil {
+	}
+	if err := operations.SetupWithManager(mgr); err != nil {
 		return engine.Identity{}, fmt.Errorf("setting up the operation controller: %w", err)
 	}
 	if err := (&appstatus.Reconciler{
@@ -160,6 +161,7 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 	}
 	sweeper := &sweep.Sweeper{
 		Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Interval: opts.SweepInterval,
+		Requeue: operations.Requeue,
 	}
 	if err := mgr.Add(sweeper.Task()); err != nil {
 		return engine.Identity{}, fmt.Errorf("adding the sweep: %w", err)

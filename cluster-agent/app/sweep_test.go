@@ -80,6 +80,35 @@ func TestSweepDeletesOrphanedApplicationsAndRecreatesMissingOperationCRs(t *test
 	g.Expect(ops).To(HaveLen(1), "no operation for an Application with a row")
 }
 
+// TestSweepHandsBackAnOperationWhoseStateWasLost: an operation the agent finished goes back
+// to Waiting, as when the database lost the transaction that finished it. Its CR exists and
+// shows it Completed, so no event brings it back to the operation controller; the sweep
+// does, and the operation is finished again.
+func TestSweepHandsBackAnOperationWhoseStateWasLost(t *testing.T) {
+	t.Parallel()
+	e := startAgent(t, true, func(o *agent.Options) { o.SweepInterval = time.Second })
+	g := e.g()
+	tenant := e.tenant()
+	app := e.application(tenant, uuid.NewString(), "https://github.com/example/gitops", "prod", "team-a", true)
+	op := e.signal(db.OperationResourceApplication, app.ID, tenant.ID)
+	e.completed(op.ID)
+	g.Eventually(func(g Gomega) {
+		cr := &v1.Operation{}
+		g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(op.ID)}, cr)).To(Succeed())
+		g.Expect(cr.Status.State).To(Equal(v1.OperationStateCompleted))
+	}, timeout, interval).Should(Succeed())
+
+	_, err := e.db.NewUpdate().Table("operations").
+		Set("state = 'Waiting', human_readable_state = 'lost', gc_expires_at = NULL").Where("id = ?", op.ID).Exec(e.ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Eventually(func(g Gomega) {
+		row := e.operation(op.ID)
+		g.Expect(row.State).To(Equal(db.OperationCompleted))
+		g.Expect(row.HumanReadableState).NotTo(Equal("lost"))
+	}, timeout, interval).Should(Succeed(), "the sweep hands the operation back and it is finished again")
+}
+
 // TestSweepDeletesOrphanedSecretsAndAppProjects: the service's cluster Secret, repository
 // Secrets and AppProjects whose managed environment, repository credential or tenant has
 // no row are deleted through operations; those with rows stay, and are put back when

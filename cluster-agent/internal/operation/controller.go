@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -91,6 +92,21 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
+
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[Request] // set when the controller starts
+}
+
+// Requeue queues the resource of a pending operation again. The sweep calls it for an
+// operation that nothing else would bring back: its CR exists, so no create event comes,
+// but its row is still pending (a state write the database lost, or an operation stuck
+// for longer than the sweep's grace period). Before the controller runs it does nothing.
+func (r *Reconciler) Requeue(op *db.Operation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.queue != nil {
+		r.queue.Add(Request{ResourceType: op.ResourceType, ResourceID: op.ResourceID})
+	}
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=get;list;watch;delete
@@ -141,6 +157,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // resync queues the resources of the instance's pending operations when the controller
 // starts, in case an Operation CR is missing (the CRs' initial list covers the rest).
 func (r *Reconciler) resync(ctx context.Context, q workqueue.TypedRateLimitingInterface[Request]) error {
+	r.mu.Lock()
+	r.queue = q
+	r.mu.Unlock()
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", ControllerName)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -115,8 +115,11 @@ type Sweeper struct {
 	Interval time.Duration
 	// BatchSize bounds the ids of one database query (default 200).
 	BatchSize int
-	// OperationGrace (default 2 minutes) is how old an operation must be to get its CR back.
+	// OperationGrace (default 2 minutes) is how old an operation must be to get its CR back,
+	// or to be handed back to the operation controller through Requeue.
 	OperationGrace time.Duration
+	// Requeue hands a pending operation back to the operation controller (nil: never).
+	Requeue func(op *db.Operation)
 	// GCExpirationSeconds is the retention of the deletion operations the sweep creates
 	// (default DefaultGCExpirationSeconds).
 	GCExpirationSeconds int
@@ -140,6 +143,8 @@ type Result struct {
 	Applications, ClusterSecrets, RepositorySecrets, AppProjects, OperationCRs, Skipped int
 	// Restored counts objects changed or deleted by hand whose restoring was signalled.
 	Restored int
+	// OperationsRequeued counts pending operations handed back to the operation controller.
+	OperationsRequeued int
 }
 
 // present is what the sweep found in the engine namespace, by row id: Applications by
@@ -177,7 +182,7 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	ctrl.LoggerFrom(ctx).Info("Swept orphans", "applicationsDeleted", res.Applications,
 		"clusterSecretsDeleted", res.ClusterSecrets, "repositorySecretsDeleted", res.RepositorySecrets,
 		"appProjectsDeleted", res.AppProjects, "objectsRestored", res.Restored,
-		"operationCRsRecreated", res.OperationCRs, "skipped", res.Skipped)
+		"operationCRsRecreated", res.OperationCRs, "operationsRequeued", res.OperationsRequeued, "skipped", res.Skipped)
 	return res, errors.Join(errApps, errObjs, errMissing, errOps)
 }
 
@@ -496,7 +501,9 @@ func (s *Sweeper) signal(ctx context.Context, resourceType db.OperationResourceT
 }
 
 // sweepOperationCRs re-creates the CRs of unfinished operations older than the grace
-// period whose CR is missing.
+// period whose CR is missing, and hands back to the operation controller the unfinished
+// operations whose CR exists but shows them finished (the database lost the row's state
+// write) or that are older than the grace period (stuck): no CR event would bring them back.
 func (s *Sweeper) sweepOperationCRs(ctx context.Context, res *Result) error {
 	ops, err := s.Store.ListPendingOperations(ctx, s.DB, s.Identity.InstanceID)
 	if err != nil {
@@ -507,41 +514,50 @@ func (s *Sweeper) sweepOperationCRs(ctx context.Context, res *Result) error {
 		grace = DefaultOperationGrace
 	}
 	cutoff := time.Now().Add(-grace)
-	for _, op := range ops {
-		if op.CreatedAt.After(cutoff) {
-			continue
-		}
-		missing, err := s.crMissing(ctx, op.ID)
-		if err != nil {
+	for i := range ops {
+		op := &ops[i]
+		old := op.CreatedAt.Before(cutoff)
+		cr, err := s.operationCR(ctx, op.ID)
+		switch {
+		case err != nil:
 			res.Skipped++
-			continue
+		case cr == nil && old:
+			if err := s.createCR(ctx, op.ID); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Re-creating a missing Operation CR failed", "operation", op.ID)
+				res.Skipped++
+				continue
+			}
+			ctrl.LoggerFrom(ctx).Info("Re-created the missing CR of a pending operation", "operation", op.ID,
+				"resourceType", op.ResourceType, "resourceID", op.ResourceID)
+			res.OperationCRs++
+		case cr != nil && s.Requeue != nil && (old || finished(cr.Status.State)):
+			ctrl.LoggerFrom(ctx).Info("Handing a pending operation back to the operation controller", "operation", op.ID,
+				"resourceType", op.ResourceType, "resourceID", op.ResourceID, "crState", cr.Status.State)
+			s.Requeue(op)
+			res.OperationsRequeued++
 		}
-		if !missing {
-			continue
-		}
-		if err := s.createCR(ctx, op.ID); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Re-creating a missing Operation CR failed", "operation", op.ID)
-			res.Skipped++
-			continue
-		}
-		ctrl.LoggerFrom(ctx).Info("Re-created the missing CR of a pending operation", "operation", op.ID,
-			"resourceType", op.ResourceType, "resourceID", op.ResourceID)
-		res.OperationCRs++
 	}
 	return nil
 }
 
-func (s *Sweeper) crMissing(ctx context.Context, id string) (bool, error) {
+func finished(state v1.OperationStatusState) bool {
+	return state == v1.OperationStateCompleted || state == v1.OperationStateFailed
+}
+
+// operationCR returns the CR of operation id, nil if there is none (confirmed by the API
+// server when the cache has none).
+func (s *Sweeper) operationCR(ctx context.Context, id string) (*v1.Operation, error) {
 	key := client.ObjectKey{Namespace: s.Identity.Namespace, Name: operation.CRName(id)}
-	err := s.Client.Get(ctx, key, &v1.Operation{})
+	cr := &v1.Operation{}
+	err := s.Client.Get(ctx, key, cr)
 	if err == nil || !apierrors.IsNotFound(err) {
-		return false, err
+		return cr, err
 	}
-	err = s.APIReader.Get(ctx, key, &v1.Operation{})
+	err = s.APIReader.Get(ctx, key, cr)
 	if apierrors.IsNotFound(err) {
-		return true, nil
+		return nil, nil
 	}
-	return false, err
+	return cr, err
 }
 
 func (s *Sweeper) createCR(ctx context.Context, id string) error {
