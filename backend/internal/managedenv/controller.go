@@ -133,7 +133,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if apierrors.IsNotFound(perr) {
 				return result, err
 			}
-			return result, errors.Join(err, fmt.Errorf("patching status: %w", perr))
+			// An error requeues with backoff; a RequeueAfter next to it would be ignored.
+			return ctrl.Result{}, errors.Join(err, fmt.Errorf("patching status: %w", perr))
 		}
 	}
 	if changed && r.Recorder != nil {
