@@ -56,6 +56,9 @@ func (c Command) Run(args []string) error {
 	if c.ManagerOptions != nil {
 		c.ManagerOptions(&mgrOpts)
 	}
+	if mgrOpts.Cache.NewInformer == nil {
+		mgrOpts.Cache.NewInformer = NewInformer
+	}
 	mgr, err := ctrl.NewManager(opts.RestConfig(cfg), mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
