@@ -233,7 +233,7 @@ func (r *Reconciler) reconcileCR(ctx context.Context, key types.NamespacedName) 
 	op, err := r.Store.GetOperation(ctx, r.DB, cr.Spec.OperationID)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		if isFinal(cr.Status.State) {
+		if IsFinal(cr.Status.State) {
 			// The row was garbage-collected but its CR was left behind.
 			log.V(1).Info("Deleting an Operation CR whose row no longer exists")
 			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, cr))
@@ -446,7 +446,8 @@ func statusIs(cr *v1.Operation, state v1.OperationStatusState, message string) b
 	return cr.Status.State == state && cr.Status.Message == message
 }
 
-func isFinal(s v1.OperationStatusState) bool {
+// IsFinal reports whether an Operation CR's state is a final one (Completed or Failed).
+func IsFinal(s v1.OperationStatusState) bool {
 	return s == v1.OperationStateCompleted || s == v1.OperationStateFailed
 }
 

@@ -516,12 +516,21 @@ func (s *Sweeper) sweepOperationCRs(ctx context.Context, res *Result) error {
 	cutoff := time.Now().Add(-grace)
 	for i := range ops {
 		op := &ops[i]
-		old := op.CreatedAt.Before(cutoff)
+		if op.CreatedAt.After(cutoff) {
+			// Young: only a CR in the cache that shows it finished (its row's state write
+			// was lost) is worth a look; its CR may simply not be in the cache yet.
+			cr := &v1.Operation{}
+			key := client.ObjectKey{Namespace: s.Identity.Namespace, Name: operation.CRName(op.ID)}
+			if s.Requeue != nil && s.Client.Get(ctx, key, cr) == nil && operation.IsFinal(cr.Status.State) {
+				s.requeue(ctx, res, op, cr)
+			}
+			continue
+		}
 		cr, err := s.operationCR(ctx, op.ID)
 		switch {
 		case err != nil:
 			res.Skipped++
-		case cr == nil && old:
+		case cr == nil:
 			if err := s.createCR(ctx, op.ID); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Re-creating a missing Operation CR failed", "operation", op.ID)
 				res.Skipped++
@@ -530,18 +539,18 @@ func (s *Sweeper) sweepOperationCRs(ctx context.Context, res *Result) error {
 			ctrl.LoggerFrom(ctx).Info("Re-created the missing CR of a pending operation", "operation", op.ID,
 				"resourceType", op.ResourceType, "resourceID", op.ResourceID)
 			res.OperationCRs++
-		case cr != nil && s.Requeue != nil && (old || finished(cr.Status.State)):
-			ctrl.LoggerFrom(ctx).Info("Handing a pending operation back to the operation controller", "operation", op.ID,
-				"resourceType", op.ResourceType, "resourceID", op.ResourceID, "crState", cr.Status.State)
-			s.Requeue(op)
-			res.OperationsRequeued++
+		case s.Requeue != nil:
+			s.requeue(ctx, res, op, cr)
 		}
 	}
 	return nil
 }
 
-func finished(state v1.OperationStatusState) bool {
-	return state == v1.OperationStateCompleted || state == v1.OperationStateFailed
+func (s *Sweeper) requeue(ctx context.Context, res *Result, op *db.Operation, cr *v1.Operation) {
+	ctrl.LoggerFrom(ctx).Info("Handing a pending operation back to the operation controller", "operation", op.ID,
+		"resourceType", op.ResourceType, "resourceID", op.ResourceID, "crState", cr.Status.State)
+	s.Requeue(op)
+	res.OperationsRequeued++
 }
 
 // operationCR returns the CR of operation id, nil if there is none (confirmed by the API
