@@ -26,11 +26,14 @@ const APIServerPollInterval = 500 * time.Millisecond
 // APIServerPollInterval instead, and the reflector never sees it. Every other error (the
 // server answering 429 or 5xx included) still goes to the reflector and its backoff.
 func NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-	return toolscache.NewSharedIndexInformer(&patientListerWatcher{lw: toolscache.ToListerWatcherWithContext(lw)}, obj, resync, indexers)
+	return toolscache.NewSharedIndexInformer(newPatientListerWatcher(lw), obj, resync, indexers)
 }
 
 // patientListerWatcher retries list and watch requests while the connection is refused.
+// The reflector uses the context forms only; List and Watch come unchanged from the
+// wrapped ListerWatcher.
 type patientListerWatcher struct {
+	toolscache.ListerWatcher
 	lw toolscache.ListerWatcherWithContext
 }
 
@@ -42,13 +45,8 @@ func (p *patientListerWatcher) WatchWithContext(ctx context.Context, options met
 	return whileRefused(ctx, func() (watch.Interface, error) { return p.lw.WatchWithContext(ctx, options) })
 }
 
-// List and Watch complete the ListerWatcher interface; the reflector uses the context forms.
-func (p *patientListerWatcher) List(options metav1.ListOptions) (runtime.Object, error) {
-	return p.ListWithContext(context.Background(), options)
-}
-
-func (p *patientListerWatcher) Watch(options metav1.ListOptions) (watch.Interface, error) {
-	return p.WatchWithContext(context.Background(), options)
+func newPatientListerWatcher(lw toolscache.ListerWatcher) *patientListerWatcher {
+	return &patientListerWatcher{ListerWatcher: lw, lw: toolscache.ToListerWatcherWithContext(lw)}
 }
 
 // whileRefused calls request until it returns anything but a refused connection, or ctx

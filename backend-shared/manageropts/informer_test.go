@@ -41,7 +41,7 @@ func refusing(n int, calls *int, other error) *toolscache.ListWatch {
 
 func TestPatientListerWatcherWaitsOutARefusedConnection(t *testing.T) {
 	var calls int
-	lw := &patientListerWatcher{lw: refusing(2, &calls, nil)}
+	lw := newPatientListerWatcher(refusing(2, &calls, nil))
 	start := time.Now()
 	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{})
 	if err != nil || w == nil {
@@ -55,7 +55,7 @@ func TestPatientListerWatcherWaitsOutARefusedConnection(t *testing.T) {
 	}
 
 	calls = 0
-	if _, err := (&patientListerWatcher{lw: refusing(1, &calls, nil)}).ListWithContext(context.Background(), metav1.ListOptions{}); err != nil || calls != 2 {
+	if _, err := newPatientListerWatcher(refusing(1, &calls, nil)).ListWithContext(context.Background(), metav1.ListOptions{}); err != nil || calls != 2 {
 		t.Fatalf("list: %v after %d requests, want success after 2", err, calls)
 	}
 }
@@ -63,7 +63,7 @@ func TestPatientListerWatcherWaitsOutARefusedConnection(t *testing.T) {
 func TestPatientListerWatcherPassesOtherErrorsOn(t *testing.T) {
 	var calls int
 	forbidden := errors.New("forbidden")
-	_, err := (&patientListerWatcher{lw: refusing(0, &calls, forbidden)}).WatchWithContext(context.Background(), metav1.ListOptions{})
+	_, err := newPatientListerWatcher(refusing(0, &calls, forbidden)).WatchWithContext(context.Background(), metav1.ListOptions{})
 	if !errors.Is(err, forbidden) || calls != 1 {
 		t.Fatalf("got %v after %d requests, want the error at once", err, calls)
 	}
@@ -73,7 +73,7 @@ func TestPatientListerWatcherStopsWithItsContext(t *testing.T) {
 	var calls int
 	ctx, cancel := context.WithTimeout(context.Background(), 3*APIServerPollInterval/2)
 	defer cancel()
-	_, err := (&patientListerWatcher{lw: refusing(1000, &calls, nil)}).WatchWithContext(ctx, metav1.ListOptions{})
+	_, err := newPatientListerWatcher(refusing(1000, &calls, nil)).WatchWithContext(ctx, metav1.ListOptions{})
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("got %v, want the refused connection once the context ended", err)
 	}
