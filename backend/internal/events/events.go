@@ -6,18 +6,16 @@ package events
 
 import (
 	"context"
-	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/uptrace/bun"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
+	"github.com/gitops-service/gitops-service/backend-shared/queue"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
 
@@ -27,31 +25,7 @@ import (
 const UIDIndex = "metadata.uid"
 
 // Queue is a controller's workqueue, handed over when the controller starts.
-type Queue struct {
-	mu    sync.Mutex
-	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
-}
-
-// Source is the controller source that hands the workqueue over; add it with
-// WatchesRawSource.
-func (q *Queue) Source() source.Source {
-	return source.Func(func(_ context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		q.queue = queue
-		return nil
-	})
-}
-
-// Add enqueues req. Before the controller runs (or on a replica that is not the leader) it
-// drops req: the controller's initial list covers everything then.
-func (q *Queue) Add(req reconcile.Request) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.queue != nil {
-		q.queue.Add(req)
-	}
-}
+type Queue = queue.Handle[reconcile.Request]
 
 // OperationGetter reads operations.
 type OperationGetter interface {

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -32,6 +31,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/queue"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	agentmetrics "github.com/gitops-service/gitops-service/cluster-agent/internal/metrics"
 )
@@ -93,8 +93,7 @@ type Reconciler struct {
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
 
-	mu    sync.Mutex
-	queue workqueue.TypedRateLimitingInterface[Request] // set when the controller starts
+	queue queue.Handle[Request]
 }
 
 // Requeue queues the resource of a pending operation again. The sweep calls it for an
@@ -102,11 +101,7 @@ type Reconciler struct {
 // but its row is still pending (a state write the database lost, or an operation stuck
 // for longer than the sweep's grace period). Before the controller runs it does nothing.
 func (r *Reconciler) Requeue(op *db.Operation) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.queue != nil {
-		r.queue.Add(Request{ResourceType: op.ResourceType, ResourceID: op.ResourceID})
-	}
+	r.queue.Add(Request{ResourceType: op.ResourceType, ResourceID: op.ResourceID})
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=get;list;watch;delete
@@ -150,6 +145,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(ControllerName).
 		WatchesRawSource(crs).
 		WatchesRawSource(source.TypedFunc[Request](r.resync)).
+		WatchesRawSource(r.queue.Source()).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -157,9 +153,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // resync queues the resources of the instance's pending operations when the controller
 // starts, in case an Operation CR is missing (the CRs' initial list covers the rest).
 func (r *Reconciler) resync(ctx context.Context, q workqueue.TypedRateLimitingInterface[Request]) error {
-	r.mu.Lock()
-	r.queue = q
-	r.mu.Unlock()
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", ControllerName)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

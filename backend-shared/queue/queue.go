@@ -1,0 +1,39 @@
+// Package queue hands a controller's workqueue to code outside the controller (a router
+// of database notifications, a sweep), so that what it finds goes straight into the queue
+// of the controller that owns it.
+package queue
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Handle is a controller's workqueue, handed over when the controller starts.
+type Handle[T comparable] struct {
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[T]
+}
+
+// Source is the controller source that hands the workqueue over; add it with
+// WatchesRawSource.
+func (h *Handle[T]) Source() source.TypedSource[T] {
+	return source.TypedFunc[T](func(_ context.Context, queue workqueue.TypedRateLimitingInterface[T]) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.queue = queue
+		return nil
+	})
+}
+
+// Add enqueues item. Before the controller runs (or on a replica that is not the leader) it
+// drops item: the controller's initial list covers everything then.
+func (h *Handle[T]) Add(item T) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.queue != nil {
+		h.queue.Add(item)
+	}
+}
