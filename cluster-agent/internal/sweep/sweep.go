@@ -519,9 +519,7 @@ func (s *Sweeper) sweepOperationCRs(ctx context.Context, res *Result) error {
 		if op.CreatedAt.After(cutoff) {
 			// Young: only a CR in the cache that shows it finished (its row's state write
 			// was lost) is worth a look; its CR may simply not be in the cache yet.
-			cr := &v1.Operation{}
-			key := client.ObjectKey{Namespace: s.Identity.Namespace, Name: operation.CRName(op.ID)}
-			if s.Requeue != nil && s.Client.Get(ctx, key, cr) == nil && operation.IsFinal(cr.Status.State) {
+			if cr, err := s.readOperationCR(ctx, s.Client, op.ID); s.Requeue != nil && err == nil && cr != nil && operation.IsFinal(cr.Status.State) {
 				s.requeue(ctx, res, op, cr)
 			}
 			continue
@@ -556,17 +554,23 @@ func (s *Sweeper) requeue(ctx context.Context, res *Result, op *db.Operation, cr
 // operationCR returns the CR of operation id, nil if there is none (confirmed by the API
 // server when the cache has none).
 func (s *Sweeper) operationCR(ctx context.Context, id string) (*v1.Operation, error) {
-	key := client.ObjectKey{Namespace: s.Identity.Namespace, Name: operation.CRName(id)}
-	cr := &v1.Operation{}
-	err := s.Client.Get(ctx, key, cr)
-	if err == nil || !apierrors.IsNotFound(err) {
+	if cr, err := s.readOperationCR(ctx, s.Client, id); cr != nil || err != nil {
 		return cr, err
 	}
-	err = s.APIReader.Get(ctx, key, cr)
+	return s.readOperationCR(ctx, s.APIReader, id)
+}
+
+// readOperationCR returns the CR of operation id as reader sees it, nil if there is none.
+func (s *Sweeper) readOperationCR(ctx context.Context, reader client.Reader, id string) (*v1.Operation, error) {
+	cr := &v1.Operation{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: s.Identity.Namespace, Name: operation.CRName(id)}, cr)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
-	return cr, err
+	if err != nil {
+		return nil, err
+	}
+	return cr, nil
 }
 
 func (s *Sweeper) createCR(ctx context.Context, id string) error {
