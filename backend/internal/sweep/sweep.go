@@ -384,12 +384,10 @@ func (s *Sweeper) sweepRow(ctx context.Context, res *Result, r row) {
 	switch {
 	case liveUID == r.uid:
 		// The CR exists: never touched.
-		if res.live != nil {
-			if res.live[r.kind] == nil {
-				res.live[r.kind] = map[string]bool{}
-			}
-			res.live[r.kind][r.uid] = true
+		if res.live[r.kind] == nil {
+			res.live[r.kind] = map[string]bool{}
 		}
+		res.live[r.kind][r.uid] = true
 		return
 	case liveUID == "":
 		// The controller's deletion path, as on a deletion event.
