@@ -31,14 +31,15 @@ type ProjectDestination struct {
 }
 
 // AppProjects are a tenant's two AppProjects: its Applications may only read the tenant's
-// repositories and deploy only to the tenant's destinations. local gets the in-cluster
-// destinations, remote the managed environments.
-func AppProjects(namespace, tenantID string, sourceRepos []string, destinations []ProjectDestination) (local, remote *argov1alpha1.AppProject) {
+// repositories and deploy only to the tenant's destinations. local gets the destinations on
+// the service's cluster, reached at serviceServer (see ServiceServer), remote the managed
+// environments.
+func AppProjects(namespace, tenantID, serviceServer string, sourceRepos []string, destinations []ProjectDestination) (local, remote *argov1alpha1.AppProject) {
 	repos := uniqueRepositories(sourceRepos)
 	var here, there []argov1alpha1.ApplicationDestination
 	for _, d := range destinations {
 		if d.ManagedEnvironmentID == "" {
-			here = append(here, argov1alpha1.ApplicationDestination{Server: InClusterServer, Namespace: d.Namespace})
+			here = append(here, argov1alpha1.ApplicationDestination{Server: serviceServer, Namespace: d.Namespace})
 		} else {
 			there = append(there, argov1alpha1.ApplicationDestination{Name: ClusterSecretName(d.ManagedEnvironmentID), Namespace: d.Namespace})
 		}

@@ -10,7 +10,7 @@ import (
 
 func TestAppProjectsSplitDestinations(t *testing.T) {
 	const tenant = "6f1c2a90-334b-4e8d-9a10-5521770eabcd"
-	local, remote := AppProjects("argocd", tenant,
+	local, remote := AppProjects("argocd", tenant, InClusterServer,
 		[]string{"https://git.example.com/org/b", "https://git.example.com/org/a"},
 		[]ProjectDestination{{Namespace: "team-b"}, {ManagedEnvironmentID: "env-1", Namespace: "*"}, {Namespace: "team-a"}, {Namespace: "team-a"}})
 

@@ -36,6 +36,15 @@ func Run(ctx context.Context, name string, interval time.Duration, fn func(conte
 	}
 }
 
+// RunNow is Run with a first call at once.
+func RunNow(ctx context.Context, name string, interval time.Duration, fn func(context.Context) error) {
+	log := ctrl.LoggerFrom(ctx).WithName(name)
+	if err := fn(ctrl.LoggerInto(ctx, log)); err != nil && ctx.Err() == nil {
+		log.Error(err, "Run failed")
+	}
+	Run(ctx, name, interval, fn)
+}
+
 func jittered(interval time.Duration) time.Duration {
 	return wait.Jitter(time.Duration(float64(interval)*(1-JitterFactor)), 2*JitterFactor/(1-JitterFactor))
 }

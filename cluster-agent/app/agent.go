@@ -58,6 +58,9 @@ type Options struct {
 	DeletionPollInterval time.Duration
 	SyncPollInterval     time.Duration
 	SkipNameValidation   bool
+	// ServiceClusterInterval is how often the service cluster Secret is checked (default
+	// credsecret.DefaultServiceClusterInterval).
+	ServiceClusterInterval time.Duration
 }
 
 // BindFlags registers the agent's flags.
@@ -106,7 +109,8 @@ func (o *Options) Setup(ctx context.Context, mgr manager.Manager, log logr.Logge
 	if err != nil {
 		return err
 	}
-	log.Info("Serving engine instance", "engineCluster", id.ClusterName, "engineInstance", id.InstanceID, "namespace", id.Namespace)
+	log.Info("Serving engine instance", "engineCluster", id.ClusterName, "engineInstance", id.InstanceID, "namespace", id.Namespace,
+		"serviceServer", id.ServiceServer())
 	return nil
 }
 
@@ -158,6 +162,12 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 	collector := &opgc.Collector{Client: c, DB: bdb, Store: store, Identity: id, Interval: opts.OperationGCInterval}
 	if err := mgr.Add(collector.Task()); err != nil {
 		return engine.Identity{}, fmt.Errorf("adding the operation garbage collector: %w", err)
+	}
+	if opts.Engine.ServiceClusterKubeconfig != "" {
+		if err := mgr.Add(&credsecret.ServiceCluster{Client: c, Reader: mgr.GetAPIReader(), Identity: id,
+			Kubeconfig: opts.Engine.ServiceClusterKubeconfig, Interval: opts.ServiceClusterInterval}); err != nil {
+			return engine.Identity{}, fmt.Errorf("adding the service cluster Secret: %w", err)
+		}
 	}
 	sweeper := &sweep.Sweeper{
 		Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Interval: opts.SweepInterval,

@@ -136,7 +136,7 @@ func TestSweepDeletesOrphanedSecretsAndAppProjects(t *testing.T) {
 		URL: "https://github.com/example/private", Username: "u", Password: "p"}) {
 		orphans = append(orphans, s)
 	}
-	local, remote := argocd.AppProjects(e.ns, goneTenant, []string{"https://github.com/example/gitops"},
+	local, remote := argocd.AppProjects(e.ns, goneTenant, argocd.InClusterServer, []string{"https://github.com/example/gitops"},
 		[]argocd.ProjectDestination{{Namespace: "team-x"}, {ManagedEnvironmentID: goneEnv, Namespace: "*"}})
 	orphans = append(orphans, local, remote)
 	for _, o := range orphans {

@@ -142,7 +142,7 @@ func (r *Reconciler) revertDrift(ctx context.Context, app *argov1alpha1.Applicat
 	if !app.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	want := argocd.Application(app.Namespace, row.Name, row.ID, row.TenantID, row.Spec)
+	want := r.Identity.Application(row.Name, row.ID, row.TenantID, row.Spec)
 	if equality.Semantic.DeepEqual(want.Spec, app.Spec) {
 		return nil
 	}

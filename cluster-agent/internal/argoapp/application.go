@@ -87,7 +87,7 @@ func (a *Applications) Handle(ctx context.Context, t operation.Target) (operatio
 	if _, err := a.Projects.Ensure(ctx, row.TenantID); err != nil {
 		return operation.Outcome{}, err
 	}
-	app := argocd.Application(a.Identity.Namespace, row.Name, row.ID, row.TenantID, row.Spec)
+	app := a.Identity.Application(row.Name, row.ID, row.TenantID, row.Spec)
 	if err := ssa.Apply(ctx, a.Client, app); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 			return operation.Failed(fmt.Sprintf("Argo CD rejected Application %s: %s", row.Name, apiMessage(err))), nil

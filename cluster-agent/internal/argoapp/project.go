@@ -118,7 +118,7 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 	needed := map[string]bool{}
 	use := func(spec argov1alpha1.ApplicationSpec) {
 		needed[spec.Project] = true
-		if d, ok := inCluster(spec.Destination); ok {
+		if d, ok := onServiceCluster(spec.Destination, p.Identity.ServiceServer()); ok {
 			dests = append(dests, d)
 		}
 	}
@@ -135,7 +135,7 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 			dests = append(dests, argocd.ProjectDestination{ManagedEnvironmentID: env, Namespace: "*"})
 		}
 	}
-	local, remote := argocd.AppProjects(p.Identity.Namespace, tenantID, repos, dests)
+	local, remote := argocd.AppProjects(p.Identity.Namespace, tenantID, p.Identity.ServiceServer(), repos, dests)
 
 	var kept []string
 	for _, project := range []*argov1alpha1.AppProject{local, remote} {
@@ -228,10 +228,11 @@ func upToDate(have, want *argov1alpha1.AppProject) bool {
 	return equality.Semantic.DeepEqual(have.Spec, want.Spec)
 }
 
-// inCluster is the project destination of an Application destination on Argo CD's own
-// cluster.
-func inCluster(d argov1alpha1.ApplicationDestination) (argocd.ProjectDestination, bool) {
-	if d.Server == argocd.InClusterServer || (d.Server == "" && d.Name == inClusterName) {
+// onServiceCluster is the project destination of an Application destination on the
+// service's cluster: in-cluster as a row says it, or serviceServer as an Application of an
+// engine instance on another cluster says it.
+func onServiceCluster(d argov1alpha1.ApplicationDestination, serviceServer string) (argocd.ProjectDestination, bool) {
+	if d.Server == argocd.InClusterServer || d.Server == serviceServer || (d.Server == "" && d.Name == inClusterName) {
 		return argocd.ProjectDestination{Namespace: d.Namespace}, d.Namespace != ""
 	}
 	return argocd.ProjectDestination{}, false

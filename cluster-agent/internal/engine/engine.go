@@ -9,11 +9,16 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 )
 
@@ -33,6 +38,10 @@ type Options struct {
 	Namespace string
 	// ClusterName is the engine cluster's name in the database.
 	ClusterName string
+	// ServiceClusterKubeconfig is a kubeconfig file for the service's cluster, for an engine
+	// cluster that is not the service's own; empty when Argo CD runs on the service's
+	// cluster and reaches the tenants' namespaces in-cluster.
+	ServiceClusterKubeconfig string
 }
 
 // BindFlags registers --engine-namespace and --engine-cluster.
@@ -44,6 +53,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Namespace, "engine-namespace", ns,
 		"Namespace of the Argo CD instance this cluster-agent serves; the default is $"+EnvPodNamespace+" when set.")
 	fs.StringVar(&o.ClusterName, "engine-cluster", DefaultCluster, "Name of the engine cluster this Argo CD instance runs on, as registered in the database.")
+	fs.StringVar(&o.ServiceClusterKubeconfig, "service-cluster-kubeconfig", "",
+		"Kubeconfig file (token or client certificate inline, or in files it names) of the cluster the backend and the tenants' namespaces are on, "+
+			"when this engine cluster is another one: Argo CD then deploys there through the cluster Secret "+argocd.ServiceClusterSecretName+". "+
+			"Empty: Argo CD runs on the service's cluster.")
 }
 
 // Identity is the engine instance the agent serves, as registered in the database.
@@ -53,6 +66,19 @@ type Identity struct {
 	InstanceID   string
 	Namespace    string
 	NamespaceUID string
+	// ServiceClusterAPIURL is where this instance's Argo CD reaches the service's cluster
+	// when it runs on another one; empty when it runs there.
+	ServiceClusterAPIURL string
+}
+
+// ServiceServer is the destination server of the tenants' namespaces for this instance's
+// Argo CD (see argocd.ServiceServer).
+func (id Identity) ServiceServer() string { return argocd.ServiceServer(id.ServiceClusterAPIURL) }
+
+// Application is the Application this instance applies for an application row: the row's
+// spec, with the tenant's own namespaces reached where this Argo CD reaches them.
+func (id Identity) Application(name, applicationID, tenantID string, spec argov1alpha1.ApplicationSpec) *argov1alpha1.Application {
+	return argocd.Application(id.Namespace, name, applicationID, tenantID, argocd.OnServiceCluster(spec, id.ServiceServer()))
 }
 
 // Store is the part of the database registration uses.
@@ -75,6 +101,13 @@ func Register(ctx context.Context, reader client.Reader, idb bun.IDB, store Stor
 		return Identity{}, fmt.Errorf("reading engine namespace %q: %w", opts.Namespace, err)
 	}
 	id := Identity{ClusterName: opts.ClusterName, Namespace: ns.Name, NamespaceUID: string(ns.UID)}
+	if opts.ServiceClusterKubeconfig != "" {
+		cfg, err := LoadServiceCluster(opts.ServiceClusterKubeconfig)
+		if err != nil {
+			return Identity{}, err
+		}
+		id.ServiceClusterAPIURL = argocd.NormalizeAPIURL(cfg.Host)
+	}
 	err := idb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		cluster, err := store.GetOrCreateEngineCluster(ctx, tx, opts.ClusterName, "")
 		if err != nil {
@@ -93,4 +126,40 @@ func Register(ctx context.Context, reader client.Reader, idb bun.IDB, store Stor
 		return nil
 	})
 	return id, err
+}
+
+// LoadServiceCluster reads the --service-cluster-kubeconfig file: its current context, with
+// the files it names loaded. Argo CD needs the credentials themselves, so credential plugins
+// (exec, auth providers) are refused. Errors never quote the file's content.
+func LoadServiceCluster(path string) (*rest.Config, error) {
+	raw, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --service-cluster-kubeconfig %s: not a readable kubeconfig file", path)
+	}
+	// Files it names are relative to it, as kubectl reads them.
+	if err := clientcmd.ResolveLocalPaths(raw); err != nil {
+		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: %w", path, err)
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: no usable current context", path)
+	}
+	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
+		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: credential plugins are not supported; use a bearer token or a client certificate", path)
+	}
+	if cfg.BearerTokenFile != "" {
+		token, err := os.ReadFile(cfg.BearerTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--service-cluster-kubeconfig %s: reading its token file: %w", path, err)
+		}
+		cfg.BearerToken = string(token)
+	}
+	cfg.BearerToken = strings.TrimSpace(cfg.BearerToken)
+	if err := rest.LoadTLSFiles(cfg); err != nil {
+		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: reading its certificate files: %w", path, err)
+	}
+	if cfg.BearerToken == "" && (len(cfg.CertData) == 0 || len(cfg.KeyData) == 0) {
+		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: its user has neither a bearer token nor a client certificate and key", path)
+	}
+	return cfg, nil
 }

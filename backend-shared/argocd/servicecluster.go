@@ -1,0 +1,71 @@
+package argocd
+
+import (
+	"encoding/json"
+	"fmt"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// An engine instance may run on another cluster than the service (a second engine
+// cluster). Its Argo CD then reaches the tenants' namespaces on the service's cluster
+// through a cluster Secret, ServiceClusterSecretName, instead of as "in-cluster". The
+// database keeps saying InClusterServer: only the cluster-agent of such an instance
+// rewrites it, so that a tenant moved between clusters needs no change to its rows.
+const (
+	// ServiceClusterSecretName is the cluster Secret of the service's cluster in the Argo CD
+	// namespace of an engine instance on another cluster.
+	ServiceClusterSecretName = "gitops-service-cluster"
+	// LabelServiceCluster marks that Secret. It has no LabelManagedBy: the sweeps keep to
+	// objects that have a row, and this one has none.
+	LabelServiceCluster = "managed-gitops.redhat.com/service-cluster"
+)
+
+// ServiceServer is the server by which an Argo CD instance reaches the service's cluster:
+// InClusterServer when it runs there (apiURL empty), else apiURL.
+func ServiceServer(apiURL string) string {
+	if apiURL == "" {
+		return InClusterServer
+	}
+	return apiURL
+}
+
+// OnServiceCluster returns spec with an in-cluster destination pointed at server (see
+// ServiceServer); other destinations are left alone.
+func OnServiceCluster(spec argov1alpha1.ApplicationSpec, server string) argov1alpha1.ApplicationSpec {
+	if spec.Destination.Server == InClusterServer && server != InClusterServer {
+		spec.Destination.Server = server
+	}
+	return spec
+}
+
+// ServiceClusterSecret is the cluster Secret, in namespace, by which an Argo CD instance on
+// another cluster reaches the service's cluster at apiURL. Not project-scoped: every
+// tenant's local AppProject names the server, and each allows only its own namespaces.
+func ServiceClusterSecret(namespace, apiURL string, tls argov1alpha1.TLSClientConfig, bearerToken string) (*corev1.Secret, error) {
+	if apiURL == "" {
+		return nil, fmt.Errorf("the service cluster has no API URL")
+	}
+	config, err := json.Marshal(argov1alpha1.ClusterConfig{BearerToken: bearerToken, TLSClientConfig: tls}) //nolint:gosec // Argo CD reads the credentials from this Secret
+	if err != nil {
+		return nil, err
+	}
+	data := map[string][]byte{
+		"name":   []byte(ServiceClusterSecretName),
+		"server": []byte(apiURL),
+		"config": config,
+	}
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ServiceClusterSecretName,
+			Namespace:   namespace,
+			Labels:      map[string]string{LabelSecretType: SecretTypeCluster, LabelServiceCluster: "true"},
+			Annotations: map[string]string{AnnotationDataHash: DataHash(data)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}, nil
+}
