@@ -751,3 +751,39 @@ func TestGarbageCollectOperationsLimit(t *testing.T) {
 	g.Expect(gced).To(HaveLen(2))
 	g.Expect(errors.Is(err, db.ErrNotFound)).To(BeFalse())
 }
+
+func TestSetEngineClusterCredentials(t *testing.T) {
+	t.Parallel()
+	g, f := g(t), newFixture(t)
+	before := f.count(t, "cluster_credentials")
+
+	// A cluster its agent registered first, without credentials, gets them attached.
+	registered, err := f.store.GetOrCreateEngineCluster(f.ctx, f.db, "east", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	first := &db.ClusterCredentials{Host: "https://east:6443", Kubeconfig: "apiVersion: v1\nkind: Config\n# first\n"}
+	set, err := f.store.SetEngineClusterCredentials(f.ctx, f.db, "east", first)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(set.ID).To(Equal(registered.ID))
+	g.Expect(set.ClusterCredentialsID).To(Equal(first.ID))
+	got, err := f.store.GetEngineCluster(f.ctx, f.db, registered.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.ClusterCredentialsID).To(Equal(first.ID))
+
+	// Setting them again replaces them in place.
+	second := &db.ClusterCredentials{Host: "https://east:6443", Kubeconfig: "apiVersion: v1\nkind: Config\n# second\n"}
+	again, err := f.store.SetEngineClusterCredentials(f.ctx, f.db, "east", second)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.ClusterCredentialsID).To(Equal(first.ID))
+	stored, err := f.store.GetClusterCredentials(f.ctx, f.db, first.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(stored.Kubeconfig)).To(ContainSubstring("# second"))
+	g.Expect(f.count(t, "cluster_credentials")).To(Equal(before + 1))
+
+	// A cluster not seen before is created with them.
+	west, err := f.store.SetEngineClusterCredentials(f.ctx, f.db, "west", &db.ClusterCredentials{Host: "https://west:6443", BearerToken: "t"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(west.ID).NotTo(BeEmpty())
+	g.Expect(west.ClusterCredentialsID).NotTo(BeEmpty())
+	_, err = f.store.SetEngineClusterCredentials(f.ctx, f.db, "west", &db.ClusterCredentials{Host: "https://west:6443"})
+	g.Expect(err).To(MatchError(db.ErrCheck), "credentials without a secret are refused")
+}

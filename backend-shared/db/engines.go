@@ -171,3 +171,28 @@ func (s *Store) DeleteEngineInstance(ctx context.Context, idb bun.IDB, id string
 	}
 	return notFoundIfNone(res, "engine instance "+id)
 }
+
+// SetEngineClusterCredentials makes creds how the backend reaches the engine cluster called
+// name, creating the cluster when missing: the cluster's credentials are updated in place,
+// or created and attached. Call it in a transaction: the cluster row is locked meanwhile,
+// so concurrent callers do not both attach new credentials.
+func (s *Store) SetEngineClusterCredentials(ctx context.Context, idb bun.IDB, name string, creds *ClusterCredentials) (*EngineCluster, error) {
+	if _, err := s.GetOrCreateEngineCluster(ctx, idb, name, ""); err != nil {
+		return nil, err
+	}
+	c := new(EngineCluster)
+	if err := idb.NewSelect().Model(c).Where("ecluster.name = ?", name).For("UPDATE").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("engine cluster %q: %w", name, translate(err))
+	}
+	if c.ClusterCredentialsID != "" {
+		creds.ID = c.ClusterCredentialsID
+		return c, s.UpdateClusterCredentials(ctx, idb, creds)
+	}
+	if err := s.CreateClusterCredentials(ctx, idb, creds); err != nil {
+		return nil, err
+	}
+	c.ClusterCredentialsID = creds.ID
+	_, err := idb.NewUpdate().Model(c).Column("cluster_credentials_id").Set("updated_at = now()").
+		Where("ecluster.id = ?", c.ID).Returning("*").Exec(ctx)
+	return c, translate(err)
+}
