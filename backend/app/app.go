@@ -37,6 +37,9 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/webhook"
 )
 
+// EnvKeysFile supplies the default --credentials-keys-file.
+const EnvKeysFile = "GITOPS_KEYS_FILE"
+
 // Options are the backend's own flags.
 type Options struct {
 	Database                db.Config
@@ -67,7 +70,7 @@ type Options struct {
 // BindFlags registers the options on fs.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.Database.BindFlags(fs)
-	fs.StringVar(&o.KeysFile, "credentials-keys-file", os.Getenv("GITOPS_KEYS_FILE"), "File with the AES-256 keys that encrypt credentials in the database (`id:base64key` lines, primary first).")
+	fs.StringVar(&o.KeysFile, "credentials-keys-file", os.Getenv(EnvKeysFile), "File with the AES-256 keys that encrypt credentials in the database (`id:base64key` lines, primary first).")
 	fs.StringVar(&o.EngineNamespace, "engine-namespace", "gitops-service-argocd", "Namespace of the default GitOps engine (Argo CD) instance, registered at start; empty registers none.")
 	fs.StringVar(&o.EngineCluster, "engine-cluster", "default", "Name of the cluster the default engine instance runs on.")
 	fs.BoolVar(&o.MigrateOnStart, "migrate", true, "Apply database migrations at start (under an advisory lock).")
@@ -131,7 +134,8 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, database *bun.DB, store *db.Store, log logr.Logger) error {
 	placer := &tenancy.BoundedLoad{}
 	resolver := &tenancy.Resolver{Store: store, Placer: placer, Namespaces: mgr.GetClient()}
-	signaller := &signal.Signaller{DB: database, Store: store, Client: mgr.GetClient(), GCExpirationSeconds: o.OperationGCSeconds}
+	signaller := &signal.Signaller{DB: database, Store: store, GCExpirationSeconds: o.OperationGCSeconds,
+		Clusters: &signal.Clusters{Local: mgr.GetClient(), Base: mgr.GetConfig(), Scheme: mgr.GetScheme(), DB: database, Store: store}}
 	rebalancer := &rebalance.Rebalancer{
 		Mover: &rebalance.Mover{DB: database, Store: store, Signal: signaller}, Planner: placer,
 		Interval: o.RebalanceInterval, MaxMoves: o.RebalanceMaxMoves,

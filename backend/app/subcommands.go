@@ -45,7 +45,7 @@ func RunSubcommand(name string, args []string) error {
 		}
 		return err
 	case "rotate-keys":
-		fs.StringVar(&opts.KeysFile, "credentials-keys-file", os.Getenv("GITOPS_KEYS_FILE"), "Keyring file; its first key becomes the one every credential is encrypted with.")
+		fs.StringVar(&opts.KeysFile, "credentials-keys-file", os.Getenv(EnvKeysFile), "Keyring file; its first key becomes the one every credential is encrypted with.")
 		if err := parse(fs, args); err != nil {
 			return err
 		}
@@ -68,9 +68,21 @@ func RunSubcommand(name string, args []string) error {
 		fmt.Printf("re-encrypted %d values with key %s\n", n, keyring.PrimaryID())
 		return nil
 	case "engine-instances":
+		fs.StringVar(&opts.KeysFile, "credentials-keys-file", os.Getenv(EnvKeysFile),
+			"Keyring file that encrypts engine cluster credentials (set-cluster-credentials only).")
 		cmd := &placement.Command{
 			Store: db.NewStore(nil), // engine instances hold no credentials
-			Out:   os.Stdout,
+			CredentialStore: func() (*db.Store, error) {
+				keyring, err := opts.Keyring()
+				if err != nil {
+					return nil, err
+				}
+				if keyring == nil {
+					return nil, errors.New("--credentials-keys-file is required to store credentials")
+				}
+				return db.NewStore(keyring), nil
+			},
+			Out: os.Stdout,
 			Open: func(ctx context.Context) (bun.IDB, func(), error) {
 				database, err := db.Open(ctx, opts.Database)
 				if err != nil {

@@ -39,6 +39,14 @@ const Usage = `usage: backend engine-instances VERB [flags] [args]
   register --namespace NS [--cluster C] [--weight W] [--namespace-uid UID] [--kubeconfig F]
                                                   register the instance in namespace NS of engine
                                                   cluster C (idempotent); prints its id
+  set-cluster-credentials --cluster C --kubeconfig F [--context X]
+                                                  store how the backend reaches engine cluster C,
+                                                  when it is not the backend's own cluster: the
+                                                  kubeconfig's context (files it names inlined;
+                                                  no credential plugins), encrypted with
+                                                  --credentials-keys-file. Operation CRs of C's
+                                                  instances are then created there. Run it before
+                                                  the first cluster-agent of C starts.
   set-weight ID W                                 set the capacity weight (0: no new tenants)
   drain ID                                        place no new tenants on the instance
   undrain ID                                      place new tenants on it again
@@ -62,8 +70,11 @@ type Command struct {
 	// NamespaceUID reads the UID of a namespace with a kubeconfig file (empty: the default
 	// loading rules), for register without --namespace-uid. Nil means ReadNamespaceUID.
 	NamespaceUID func(ctx context.Context, kubeconfig, namespace string) (string, error)
-	Store        *db.Store
-	Out          io.Writer
+	// CredentialStore is the store that encrypts credentials, for set-cluster-credentials;
+	// called once the flags are parsed.
+	CredentialStore func() (*db.Store, error)
+	Store           *db.Store
+	Out             io.Writer
 }
 
 // ErrUsage wraps errors in the subcommand's arguments.
@@ -80,7 +91,7 @@ func (c *Command) Run(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		return usageErrorf("a verb is required\n%s", Usage)
 	}
 	verb, args := args[0], args[1:]
-	var namespace, cluster, namespaceUID, kubeconfig string
+	var namespace, cluster, namespaceUID, kubeconfig, kubeContext string
 	var weight, instances, tenants int
 	var epsilon float64
 	var asJSON bool
@@ -95,6 +106,11 @@ func (c *Command) Run(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		fs.IntVar(&weight, "weight", 100, "Capacity weight (relative; 100 is a standard instance, 0 takes no new tenants).")
 		fs.StringVar(&namespaceUID, "namespace-uid", "", "UID of the namespace; read from the cluster with --kubeconfig when empty.")
 		fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the engine cluster (default: $KUBECONFIG, in-cluster, ~/.kube/config).")
+	case "set-cluster-credentials":
+		positional = 0
+		fs.StringVar(&cluster, "cluster", "", "Name of the engine cluster, as its cluster-agents' --engine-cluster says.")
+		fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig file of the engine cluster.")
+		fs.StringVar(&kubeContext, "context", "", "Context of the kubeconfig to use (default: its current context).")
 	case "set-weight":
 		positional = 2
 	case "drain", "undrain", "deregister":
@@ -137,6 +153,9 @@ func (c *Command) Run(ctx context.Context, fs *flag.FlagSet, args []string) erro
 			return usageErrorf("epsilon %v is not a positive number", epsilon)
 		}
 		return c.simulate(instances, tenants, epsilon, asJSON)
+	}
+	if verb == "set-cluster-credentials" {
+		return c.setClusterCredentials(ctx, cluster, kubeconfig, kubeContext)
 	}
 	if verb == "register" {
 		if namespace == "" || cluster == "" {

@@ -177,6 +177,9 @@ func TestEngineInstancesCommandUsage(t *testing.T) {
 		{"simulate", "--tenants", "0"},
 		{"simulate", "--epsilon", "0"},
 		{"simulate", "--epsilon", "-0.1"},
+		{"set-cluster-credentials", "--kubeconfig", "k"},
+		{"set-cluster-credentials", "--cluster", "east"},
+		{"set-cluster-credentials", "--cluster", "east", "--kubeconfig", "k", "extra"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			_, err := f.run(args...)

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
@@ -25,9 +24,10 @@ type OperationStore interface {
 
 // Signaller creates Operations.
 type Signaller struct {
-	DB     bun.IDB
-	Store  OperationStore
-	Client client.Client
+	DB    bun.IDB
+	Store OperationStore
+	// Clusters gives the client of the engine cluster an Operation CR goes to.
+	Clusters *Clusters
 	// GCExpirationSeconds is how long finished operations are kept.
 	GCExpirationSeconds int
 }
@@ -72,14 +72,20 @@ func (s *Signaller) CRs(ctx context.Context, ops ...*db.Operation) error {
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=create
 
-// CR creates the Operation CR of op in the engine instance's namespace. It is idempotent, so
-// a reconcile that crashed after commit creates it on its next run.
+// CR creates the Operation CR of op in the engine instance's namespace, on the instance's
+// engine cluster. It is idempotent, so a reconcile that crashed after commit creates it on
+// its next run.
 func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, op *db.Operation) error {
+	cl, err := s.Clusters.For(ctx, engine.EngineClusterID)
+	if err != nil {
+		return err
+	}
 	cr := &managedgitopsv1alpha1.Operation{
 		ObjectMeta: metav1.ObjectMeta{Name: CRName(op.ID), Namespace: engine.NamespaceName},
 		Spec:       managedgitopsv1alpha1.OperationSpec{OperationID: op.ID},
 	}
-	if err := s.Client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := cl.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+		s.Clusters.Forget(engine.EngineClusterID)
 		return fmt.Errorf("creating Operation CR %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
 	return nil
