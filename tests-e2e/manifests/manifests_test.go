@@ -107,6 +107,35 @@ var builds = []build{
 		},
 	},
 	{
+		dir:         "overlays/remote-engine",
+		deployments: map[string]int32{"gitops-service-cluster-agent": 1},
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			d := deploymentsOf(t, objs)[0]
+			c := d.Spec.Template.Spec.Containers[0]
+			if env := envOf(c, "ENGINE_CLUSTER"); env == nil || env.Value != "east" {
+				t.Errorf("the remote engine's agent serves engine cluster %+v, want east", env)
+			}
+			const flag = "--service-cluster-kubeconfig=/etc/gitops-service/service-cluster/kubeconfig"
+			if !slices.Contains(c.Args, flag) {
+				t.Errorf("the remote engine's agent lacks %s: %v", flag, c.Args)
+			}
+			mounted := false
+			for _, m := range c.VolumeMounts {
+				mounted = mounted || (m.Name == "service-cluster" && m.MountPath == "/etc/gitops-service/service-cluster")
+			}
+			found := false
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				found = found || (v.Name == "service-cluster" && v.Secret != nil && v.Secret.SecretName == "gitops-service-service-cluster")
+			}
+			if !mounted || !found {
+				t.Errorf("the service cluster kubeconfig Secret is not mounted (mount %v, volume %v)", mounted, found)
+			}
+			if envOf(c, "ENGINE_NAMESPACE").ValueFrom == nil {
+				t.Errorf("the remote engine's agent must serve its own namespace")
+			}
+		},
+	},
+	{
 		dir:         "overlays/engine",
 		deployments: map[string]int32{"gitops-service-cluster-agent": 1},
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {

@@ -151,15 +151,21 @@ func TestDrainingAnInstanceMovesItsTenantWithoutPruning(t *testing.T) {
 // compared it (the adoption the move waits for).
 func (s *service) argoCompares(engine string, depl *v1.GitOpsDeployment, revision string) {
 	s.t.Helper()
+	s.argoComparesOn(cp.Client, engine, depl, revision)
+}
+
+// argoComparesOn is argoCompares on the engine cluster of c.
+func (s *service) argoComparesOn(c client.Client, engine string, depl *v1.GitOpsDeployment, revision string) {
+	s.t.Helper()
 	s.g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		app := &argov1alpha1.Application{}
-		if err := cp.Client.Get(s.ctx, client.ObjectKey{Namespace: engine, Name: argocd.ApplicationName(depl.UID)}, app); err != nil {
+		if err := c.Get(s.ctx, client.ObjectKey{Namespace: engine, Name: argocd.ApplicationName(depl.UID)}, app); err != nil {
 			return err
 		}
 		app.Status.Sync = argov1alpha1.SyncStatus{Status: argov1alpha1.SyncStatusCodeSynced, Revision: revision,
 			ComparedTo: argov1alpha1.ComparedTo{Source: *app.Spec.Source, Destination: app.Spec.Destination}}
 		app.Status.Health.Status = "Healthy"
-		return cp.Client.Update(s.ctx, app)
+		return c.Update(s.ctx, app)
 	})).To(Succeed())
 }
 
