@@ -157,6 +157,12 @@ INSERT INTO applications (id, tenant_id, name, engine_instance_id, moving_from_e
 INSERT INTO application_states (application_id, engine_instance_id, health_status, sync_status)
     VALUES ('00000000-0000-0000-0000-0000000000b2', '00000000-0000-0000-0000-0000000000a2', 'Healthy', 'Synced');
 `,
+	// Only a trigger: writing the table it watches must still work.
+	5: `
+INSERT INTO engine_instances (id, engine_cluster_id, namespace_name, namespace_uid)
+    VALUES ('00000000-0000-0000-0000-0000000000a3', '00000000-0000-0000-0000-0000000000e1', 'argocd-3', 'ns-uid-argocd-3');
+UPDATE engine_instances SET capacity_weight = 50 WHERE id = '00000000-0000-0000-0000-0000000000a3';
+`,
 }
 
 // tableColumns lists the columns of every application table.

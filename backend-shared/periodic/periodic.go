@@ -22,7 +22,7 @@ func Run(ctx context.Context, name string, interval time.Duration, fn func(conte
 	}
 	log := ctrl.LoggerFrom(ctx).WithName(name)
 	ctx = ctrl.LoggerInto(ctx, log)
-	for wait := jittered(interval); ; wait = jittered(interval) {
+	for wait := Jittered(interval); ; wait = Jittered(interval) {
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -45,7 +45,8 @@ func RunNow(ctx context.Context, name string, interval time.Duration, fn func(co
 	Run(ctx, name, interval, fn)
 }
 
-func jittered(interval time.Duration) time.Duration {
+// Jittered is interval ±20%, at random.
+func Jittered(interval time.Duration) time.Duration {
 	return wait.Jitter(time.Duration(float64(interval)*(1-JitterFactor)), 2*JitterFactor/(1-JitterFactor))
 }
 

@@ -41,9 +41,9 @@ func TestRunDisabledByZeroInterval(t *testing.T) {
 
 func TestJitterStaysWithinTwentyPercent(t *testing.T) {
 	for range 1000 {
-		d := jittered(time.Second)
+		d := Jittered(time.Second)
 		if d < 800*time.Millisecond || d > 1200*time.Millisecond {
-			t.Fatalf("jittered(1s) = %s, outside ±20%%", d)
+			t.Fatalf("Jittered(1s) = %s, outside ±20%%", d)
 		}
 	}
 }

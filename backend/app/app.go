@@ -58,8 +58,9 @@ type Options struct {
 	RepositoryCABundle []byte
 	// SweepInterval is how often rows of CRs deleted unseen are removed; 0 disables it.
 	SweepInterval time.Duration
-	// RebalanceInterval is how often tenants are moved off draining instances and between
-	// unevenly loaded ones; 0 disables it. RebalanceMaxMoves bounds the moves of one run.
+	// RebalanceInterval is how often, besides when the engine instances change, tenants are
+	// moved off draining instances and between unevenly loaded ones; 0 disables
+	// rebalancing. RebalanceMaxMoves bounds the moves of one run.
 	RebalanceInterval time.Duration
 	RebalanceMaxMoves int
 	// RepositoryRevalidateInterval is how often repository credentials are checked again
@@ -78,7 +79,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Parallel reconciles per controller.")
 	fs.IntVar(&o.OperationGCSeconds, "operation-gc-seconds", 600, "How long finished Operations are kept before garbage collection.")
 	fs.DurationVar(&o.SweepInterval, "sweep-interval", sweep.DefaultInterval, "How often rows whose CR or namespace was deleted unseen are removed, with their Argo CD objects (jittered ±20%; 0 disables).")
-	fs.DurationVar(&o.RebalanceInterval, "rebalance-interval", rebalance.DefaultInterval, "How often tenants are moved off draining engine instances and from overloaded to underloaded ones (jittered ±20%; 0 disables).")
+	fs.DurationVar(&o.RebalanceInterval, "rebalance-interval", rebalance.DefaultInterval,
+		"How often, besides at once when the engine instances change, tenants are moved off draining engine instances and from overloaded to underloaded ones (jittered ±20%; 0 disables rebalancing).")
 	fs.IntVar(&o.RebalanceMaxMoves, "rebalance-max-moves", rebalance.DefaultMaxMoves, "Most tenants one rebalancing run starts moving.")
 	fs.DurationVar(&o.RepositoryRevalidateInterval, "repository-revalidate-interval", repocred.DefaultRevalidateInterval, "How often repository credentials are checked again against their Git servers, without a change of the CR or Secret (0 disables).")
 	fs.StringVar(&o.RepositoryCAFile, "repository-ca-file", "", "PEM file of extra certificate authorities to trust when checking https:// repository credentials.")
@@ -140,7 +142,7 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		Mover: &rebalance.Mover{DB: database, Store: store, Signal: signaller}, Planner: placer,
 		Interval: o.RebalanceInterval, MaxMoves: o.RebalanceMaxMoves,
 	}
-	if err := mgr.Add(rebalancer.Task()); err != nil {
+	if err := rebalancer.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := mgr.Add(&signal.Outstanding{Signaller: signaller, Store: store}); err != nil {
@@ -149,6 +151,9 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	router := events.NewRouter(mgr.GetClient(), database, store, log.WithName("events"),
 		func() client.ObjectList { return &v1.GitOpsDeploymentList{} },
 		func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} })
+	if o.RebalanceInterval > 0 {
+		router.EngineInstancesChanged = rebalancer.Wake
+	}
 
 	deployments := &deployment.Reconciler{
 		Client: mgr.GetClient(), DB: database, Store: store, Tenancy: resolver, Signal: signaller,

@@ -42,7 +42,7 @@ func writeTemp(t *testing.T, name string, data []byte) string {
 // follows spec changes and goes with its deployment.
 func TestATenantMovesToAnEngineInstanceOnASecondCluster(t *testing.T) {
 	t.Parallel()
-	s := startService(t, func(o *backend.Options) { o.RebalanceInterval = time.Second })
+	s := startService(t, func(o *backend.Options) { o.RebalanceInterval = time.Hour }) // a drain runs it at once
 	depl := s.deploy("web", v1.GitOpsDeploymentSpecTypeAutomated)
 	first := s.application(depl)
 	s.argoCompares(s.engine, depl, "rev-first")

@@ -31,7 +31,7 @@ const observed = "test.gitops-service/observed"
 // tenant's AppProjects and Secrets. The deployments' status never goes blank.
 func TestDrainingAnInstanceMovesItsTenantWithoutPruning(t *testing.T) {
 	t.Parallel()
-	s := startService(t, func(o *backend.Options) { o.RebalanceInterval = time.Second })
+	s := startService(t, func(o *backend.Options) { o.RebalanceInterval = time.Hour }) // a drain runs it at once
 	kubeconfig, _ := s.deployerKubeconfig()
 	s.g.Expect(cp.Client.Create(s.ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "prod-creds", Namespace: s.tenant},

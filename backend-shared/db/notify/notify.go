@@ -24,6 +24,9 @@ const (
 	ApplicationStateChanged = "application_state_changed"
 	// OperationChanged carries an operation id whose state changed.
 	OperationChanged = "operation_changed"
+	// EngineInstancesChanged has an empty payload: a trigger on engine_instances sends it
+	// whenever a statement changes the table.
+	EngineInstancesChanged = "engine_instances_changed"
 )
 
 // Publish sends a notification through idb. Inside a transaction PostgreSQL delivers it

@@ -43,7 +43,7 @@ func startListener(t *testing.T, cfg db.Config, onReconnect func(context.Context
 	got := make(chan received, 100)
 	l := &notify.Listener{
 		Config:      listenCfg,
-		Channels:    []string{notify.ApplicationStateChanged, notify.OperationChanged},
+		Channels:    []string{notify.ApplicationStateChanged, notify.EngineInstancesChanged, notify.OperationChanged},
 		Handler:     func(_ context.Context, ch, p string) { got <- received{ch, p} },
 		OnReconnect: onReconnect,
 		MinBackoff:  10 * time.Millisecond,
@@ -90,6 +90,28 @@ func TestNotificationDelivered(t *testing.T) {
 	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.OperationChanged, "op-1"})))
 	g.Expect(notify.Publish(context.Background(), bdb, "unrelated", "x")).To(Succeed())
 	g.Consistently(got, 200*time.Millisecond).ShouldNot(Receive())
+}
+
+// Every write to engine_instances notifies, through the table's trigger, whoever wrote it.
+func TestEngineInstanceChangesNotify(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	got, _, bdb := startListener(t, dbtest.NewConfig(t), nil)
+	store := db.NewStore(nil)
+	changed := received{notify.EngineInstancesChanged, ""}
+
+	cluster, err := store.GetOrCreateEngineCluster(ctx, bdb, "default", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Consistently(got, 200*time.Millisecond).ShouldNot(Receive(), "engine clusters are not watched")
+	ei, err := store.GetOrCreateEngineInstance(ctx, bdb, &db.EngineInstance{EngineClusterID: cluster.ID, NamespaceName: "argocd", NamespaceUID: "uid-1"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(got, 5*time.Second).Should(Receive(Equal(changed)), "registered")
+	ei.State = db.EngineInstanceDraining
+	g.Expect(store.UpdateEngineInstance(ctx, bdb, ei)).To(Succeed())
+	g.Eventually(got, 5*time.Second).Should(Receive(Equal(changed)), "drained")
+	g.Expect(store.DeregisterEngineInstance(ctx, bdb, ei.ID)).To(Succeed())
+	g.Eventually(got, 5*time.Second).Should(Receive(Equal(changed)), "deregistered")
 }
 
 func TestNotificationDeliveredOnlyAfterCommit(t *testing.T) {

@@ -40,7 +40,9 @@ type Router struct {
 	Operations  OperationGetter
 	Deployments Queue
 	SyncRuns    Queue
-	Log         logr.Logger
+	// EngineInstancesChanged runs the rebalancer (nil: not listened to).
+	EngineInstancesChanged func()
+	Log                    logr.Logger
 
 	// newDeploymentList and newSyncRunList build the lists the cache fills.
 	newDeploymentList func() client.ObjectList
@@ -56,12 +58,18 @@ func NewRouter(cache client.Reader, idb bun.IDB, ops OperationGetter, log logr.L
 
 // Channels the router listens on.
 func (r *Router) Channels() []string {
-	return []string{notify.ApplicationStateChanged, notify.OperationChanged}
+	channels := []string{notify.ApplicationStateChanged, notify.OperationChanged}
+	if r.EngineInstancesChanged != nil {
+		channels = append(channels, notify.EngineInstancesChanged)
+	}
+	return channels
 }
 
 // Handle is the listener's notification handler.
 func (r *Router) Handle(ctx context.Context, channel, payload string) {
 	switch channel {
+	case notify.EngineInstancesChanged:
+		r.EngineInstancesChanged()
 	case notify.ApplicationStateChanged:
 		r.enqueueByUID(ctx, r.newDeploymentList(), &r.Deployments, payload, nil)
 	case notify.OperationChanged:
@@ -84,11 +92,14 @@ func (r *Router) Handle(ctx context.Context, channel, payload string) {
 	}
 }
 
-// Resync enqueues every GitOpsDeployment and SyncRun, after notifications may have been
-// lost (the listener reconnected).
+// Resync enqueues every GitOpsDeployment and SyncRun, and runs the rebalancer, after
+// notifications may have been lost (the listener reconnected).
 func (r *Router) Resync(ctx context.Context) {
 	r.enqueueAll(ctx, r.newDeploymentList(), &r.Deployments)
 	r.enqueueAll(ctx, r.newSyncRunList(), &r.SyncRuns)
+	if r.EngineInstancesChanged != nil {
+		r.EngineInstancesChanged()
+	}
 }
 
 // enqueueByUID enqueues the object with uid, if it passes filter (nil: any).

@@ -7,17 +7,29 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/periodic"
+	"github.com/gitops-service/gitops-service/backend-shared/queue"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 )
 
 // Defaults of Rebalancer.
 const (
-	DefaultInterval = time.Minute
+	// DefaultInterval is the safety net: a change of the engine instances runs the
+	// rebalancer at once (see Rebalancer).
+	DefaultInterval = 10 * time.Minute
+	// DefaultFollowUp is how soon a run that left planned moves undone (over MaxMoves, or
+	// tenants still moving) runs again.
+	DefaultFollowUp = 15 * time.Second
 	// DefaultMaxMoves bounds the tenants one run starts moving: a drained instance empties
 	// over several runs instead of loading both instances' agents and Argo CDs at once.
 	DefaultMaxMoves = 10
@@ -43,39 +55,73 @@ func init() {
 // instances above their bound to those below, as Planner decides, at most MaxMoves per run.
 // Tenants still moving are left out of a run: their previous instance has not let their
 // Applications go yet.
+//
+// It is a controller of one item, Key, on the leader: it runs when it starts, when the
+// engine instances change (the database notifies, and the backend's listener puts Key into
+// Queue), DefaultFollowUp after a run that left moves undone, and every Interval (jittered)
+// as a safety net. A balanced, quiet installation costs no statement between those.
 type Rebalancer struct {
 	Mover    *Mover
 	Planner  Planner
 	Interval time.Duration
 	MaxMoves int
+	// Queue hands the controller's workqueue to the listener.
+	Queue queue.Handle[string]
 }
 
-// Task runs the rebalancer every Interval (jittered; 0 disables it), on the leader.
-func (r *Rebalancer) Task() *periodic.Task {
-	return &periodic.Task{Name: "rebalance", Interval: r.Interval, Run: func(ctx context.Context) error {
-		_, err := r.Run(ctx)
-		return err
-	}}
+// Key is the rebalancer's only work item.
+const Key = "rebalance"
+
+// SetupWithManager adds the rebalancer's controller; a zero Interval disables it.
+func (r *Rebalancer) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Interval <= 0 {
+		return nil
+	}
+	return builder.TypedControllerManagedBy[string](mgr).
+		Named("rebalance").
+		WatchesRawSource(source.TypedFunc[string](func(_ context.Context, q workqueue.TypedRateLimitingInterface[string]) error {
+			q.Add(Key)
+			return nil
+		})).
+		WatchesRawSource(r.Queue.Source()).
+		WithOptions(controller.TypedOptions[string]{MaxConcurrentReconciles: 1, RateLimiter: manageropts.RetryRateLimiter[string]()}).
+		Complete(reconcile.TypedFunc[string](r.Reconcile))
 }
 
-// Run plans once and starts up to MaxMoves moves; it returns the moves started.
-func (r *Rebalancer) Run(ctx context.Context) ([]tenancy.Move, error) {
+// Wake runs the rebalancer soon: the engine instances changed.
+func (r *Rebalancer) Wake() { r.Queue.Add(Key) }
+
+// Reconcile runs once and says when to run again.
+func (r *Rebalancer) Reconcile(ctx context.Context, _ string) (reconcile.Result, error) {
+	_, undone, err := r.Run(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if undone > 0 {
+		return reconcile.Result{RequeueAfter: DefaultFollowUp}, nil
+	}
+	return reconcile.Result{RequeueAfter: periodic.Jittered(r.Interval)}, nil
+}
+
+// Run plans once and starts up to MaxMoves moves; it returns the moves started and how
+// many planned moves it left undone.
+func (r *Rebalancer) Run(ctx context.Context) ([]tenancy.Move, int, error) {
 	idb, store := r.Mover.DB, r.Mover.Store
 	instances, err := store.ListEngineInstances(ctx, idb)
 	if err != nil {
-		return nil, fmt.Errorf("listing engine instances: %w", err)
+		return nil, 0, fmt.Errorf("listing engine instances: %w", err)
 	}
 	tenants, err := store.ListTenants(ctx, idb)
 	if err != nil {
-		return nil, fmt.Errorf("listing tenants: %w", err)
+		return nil, 0, fmt.Errorf("listing tenants: %w", err)
 	}
 	plan := r.Planner.Plan(tenants, instances)
 	if len(plan) == 0 {
-		return nil, nil // balanced: the usual run, two statements
+		return nil, 0, nil // balanced: the usual run, two statements
 	}
 	moving, err := store.MovingTenantIDs(ctx, idb)
 	if err != nil {
-		return nil, fmt.Errorf("listing moving tenants: %w", err)
+		return nil, 0, fmt.Errorf("listing moving tenants: %w", err)
 	}
 	limit := r.MaxMoves
 	if limit <= 0 {
@@ -102,5 +148,5 @@ func (r *Rebalancer) Run(ctx context.Context) ([]tenancy.Move, error) {
 		log.Info("Moving a tenant to another engine instance", "tenant", mv.TenantID, "from", mv.From, "to", mv.To)
 		started = append(started, mv)
 	}
-	return started, errors.Join(errs...)
+	return started, len(plan) - len(started), errors.Join(errs...)
 }
