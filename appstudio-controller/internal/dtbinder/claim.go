@@ -11,7 +11,6 @@ package dtbinder
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -27,6 +26,7 @@ import (
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
 )
 
 // ClaimReconciler binds DeploymentTargetClaims.
@@ -106,13 +106,8 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if phase != "" && phase != dtc.Status.Phase {
 		orig := dtc.DeepCopy()
 		dtc.Status.Phase = phase
-		// Optimistic lock: a reconcile of a stale copy must not write (or announce) a phase
-		// change another reconcile already made.
-		if perr := r.Client.Status().Patch(ctx, dtc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
-			if apierrors.IsNotFound(perr) {
-				return ctrl.Result{}, err
-			}
-			return ctrl.Result{}, errors.Join(err, perr)
+		if perr := statuspatch.Patch(ctx, r.Client, dtc, orig); perr != nil {
+			return statuspatch.Result(ctx, ctrl.Result{}, err, perr)
 		}
 		ctrl.LoggerFrom(ctx).Info("claim phase changed", "from", orig.Status.Phase, "to", phase)
 	}

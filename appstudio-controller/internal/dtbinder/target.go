@@ -14,6 +14,7 @@ import (
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
 )
 
 // TargetReconciler keeps the phase of DeploymentTargets: Available without a claim, Bound
@@ -104,10 +105,8 @@ func (r *TargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	orig := dt.DeepCopy()
 	dt.Status.Phase = phase
-	// Optimistic lock: a reconcile of a stale copy must not write (or announce) a phase
-	// change another reconcile already made; a conflict is retried.
-	if err := r.Client.Status().Patch(ctx, dt, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := statuspatch.Patch(ctx, r.Client, dt, orig); err != nil {
+		return statuspatch.Result(ctx, ctrl.Result{}, nil, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("target phase changed", "from", orig.Status.Phase, "to", phase)
 	if r.Recorder != nil {

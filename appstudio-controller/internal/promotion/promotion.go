@@ -30,6 +30,7 @@ import (
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
 )
 
 // reasonInProgress: another PromotionRun of the Application runs; this one waits.
@@ -122,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A write met a newer object (the cache lags behind a write): not an error to
 		// show, just a reconcile to run again on fresh data.
 		log.V(1).Info("Stale object; retrying", "error", err.Error())
-		return ctrl.Result{RequeueAfter: staleRetry}, nil
+		return ctrl.Result{RequeueAfter: statuspatch.StaleRetry}, nil
 	}
 	if err != nil && !errcond.IsUser(err) {
 		log.Error(err, "reconciling promotion run")
@@ -132,13 +133,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !equality.Semantic.DeepEqual(before, &run.Status) {
 		orig := run.DeepCopy()
 		orig.Status = *before
-		// Optimistic lock: a reconcile of a stale copy must not write (or announce) a
-		// transition another reconcile already made.
-		if perr := r.Client.Status().Patch(ctx, run, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
-			if apierrors.IsNotFound(perr) {
-				return ctrl.Result{}, nil
-			}
-			return ctrl.Result{}, errors.Join(internalOnly(err), perr)
+		if perr := statuspatch.Patch(ctx, r.Client, run, orig); perr != nil {
+			return statuspatch.Result(ctx, ctrl.Result{}, internalOnly(err), perr)
 		}
 		r.recordTransitions(run, before, err)
 	}
@@ -254,9 +250,6 @@ func internalOnly(err error) error {
 	}
 	return err
 }
-
-// staleRetry is how soon a reconcile whose write met a newer object runs again.
-const staleRetry = 200 * time.Millisecond
 
 // setError records err in the ErrorOccurred condition (GitOps-style PromotionRunCondition).
 func (r *Reconciler) setError(run *appstudio.PromotionRun, err error) {

@@ -6,7 +6,6 @@ package deployment
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
@@ -138,14 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	depl.Status.ObservedGeneration = depl.Generation
 	if err := r.patchStatus(ctx, depl, before); err != nil {
-		if apierrors.IsConflict(err) && applyErr == nil {
-			// The cache has not caught up with a write (often our own previous status
-			// write, whose event the predicate filters out): look again shortly, without
-			// the error backoff and its log line.
-			ctrl.LoggerFrom(ctx).V(1).Info("Status is stale in the cache; retrying")
-			return ctrl.Result{RequeueAfter: staleRetry}, nil
-		}
-		return ctrl.Result{}, errors.Join(applyErr, err)
+		return statuspatch.Result(ctx, ctrl.Result{}, applyErr, err)
 	}
 	recordTransitions(r.Recorder, depl, before)
 	if !stateWrittenAt.IsZero() {
@@ -159,9 +152,6 @@ func (r *Reconciler) setErrorCondition(depl *v1.GitOpsDeployment, msg string, no
 		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, now)
 }
 
-// staleRetry is how soon a reconcile whose status patch met a newer object runs again.
-const staleRetry = 200 * time.Millisecond
-
 // patchStatus writes the status once, and only when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, depl *v1.GitOpsDeployment, before *v1.GitOpsDeploymentStatus) error {
 	if equality.Semantic.DeepEqual(before, &depl.Status) {
@@ -169,14 +159,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, depl *v1.GitOpsDeployment,
 	}
 	orig := depl.DeepCopy()
 	orig.Status = *before
-	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, depl, patch); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
+	return statuspatch.Patch(ctx, r.Client, depl, orig)
 }
 
 // finalize runs while a GitOpsDeployment with the user's finalizer is being deleted: the CR

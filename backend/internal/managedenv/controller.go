@@ -8,7 +8,6 @@ package managedenv
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
@@ -127,14 +127,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !equality.Semantic.DeepEqual(before, &env.Status) {
 		orig := env.DeepCopy()
 		orig.Status = *before
-		// Optimistic locking: a reconcile of a stale cached copy fails here instead of
-		// writing (and announcing) a transition that already happened.
-		if perr := r.Client.Status().Patch(ctx, env, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
-			if apierrors.IsNotFound(perr) {
-				return result, err
-			}
-			// An error requeues with backoff; a RequeueAfter next to it would be ignored.
-			return ctrl.Result{}, errors.Join(err, fmt.Errorf("patching status: %w", perr))
+		if perr := statuspatch.Patch(ctx, r.Client, env, orig); perr != nil {
+			return statuspatch.Result(ctx, result, err, perr)
 		}
 	}
 	if changed && r.Recorder != nil {

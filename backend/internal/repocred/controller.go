@@ -8,7 +8,6 @@ package repocred
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -25,6 +24,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
@@ -139,13 +139,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !equality.Semantic.DeepEqual(before, &cred.Status) {
 		orig := cred.DeepCopy()
 		orig.Status = *before
-		// Optimistic locking: a reconcile of a stale cached copy fails here instead of
-		// writing (and announcing) a transition that already happened.
-		if perr := r.Client.Status().Patch(ctx, cred, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
-			if apierrors.IsNotFound(perr) {
-				return ctrl.Result{}, err
-			}
-			return ctrl.Result{}, errors.Join(err, fmt.Errorf("patching status: %w", perr))
+		if perr := statuspatch.Patch(ctx, r.Client, cred, orig); perr != nil {
+			return statuspatch.Result(ctx, ctrl.Result{}, err, perr)
 		}
 	}
 	if r.Recorder != nil {

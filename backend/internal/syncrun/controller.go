@@ -6,7 +6,6 @@ package syncrun
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +21,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
@@ -127,13 +127,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	orig := run.DeepCopy()
 	orig.Status = *before
-	// Optimistic locking: a reconcile of a stale cached copy fails here instead of writing
-	// (and announcing) a transition that already happened.
-	if perr := r.Client.Status().Patch(ctx, run, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
-		if apierrors.IsNotFound(perr) {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, errors.Join(err, fmt.Errorf("patching status: %w", perr))
+	if perr := statuspatch.Patch(ctx, r.Client, run, orig); perr != nil {
+		return statuspatch.Result(ctx, ctrl.Result{}, err, perr)
 	}
 	if r.Recorder != nil {
 		for _, e := range ev {
