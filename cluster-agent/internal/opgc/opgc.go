@@ -56,8 +56,19 @@ func (c *Collector) Task() *periodic.Task {
 	return &periodic.Task{Name: "operation-gc", Interval: c.Interval, Run: c.Collect}
 }
 
-// Collect deletes every expired operation, batch by batch, then the orphaned CRs.
+// Collect deletes every expired operation, batch by batch, then the orphaned CRs. With no
+// Operation CR in the namespace it reads nothing: every operation of this instance has a
+// CR until its row is collected, so there is nothing of its own to collect, and an idle
+// instance costs the database nothing. (Rows are collected whatever their instance, so
+// another instance's expired rows wait for a run of an agent that has CRs.)
 func (c *Collector) Collect(ctx context.Context) error {
+	crs := &v1.OperationList{}
+	if err := c.Client.List(ctx, crs, client.InNamespace(c.Identity.Namespace)); err != nil {
+		return fmt.Errorf("listing Operations: %w", err)
+	}
+	if len(crs.Items) == 0 {
+		return nil
+	}
 	batch := c.BatchSize
 	if batch <= 0 {
 		batch = DefaultBatchSize
@@ -73,7 +84,7 @@ func (c *Collector) Collect(ctx context.Context) error {
 			break
 		}
 	}
-	orphans, err := c.sweepOrphans(ctx)
+	orphans, err := c.sweepOrphans(ctx, crs)
 	if total > 0 || orphans > 0 {
 		ctrl.LoggerFrom(ctx).Info("Garbage-collected operations", "rows", total, "orphanedCRs", orphans)
 	}
@@ -107,17 +118,14 @@ func (c *Collector) collectBatch(ctx context.Context, batch int) (int, error) {
 	return n, nil
 }
 
-// sweepOrphans deletes the Operation CRs of the namespace whose row is gone. A row is
+// sweepOrphans deletes the Operation CRs of the namespace (list, read before the expired
+// rows went) whose row is gone. A row is
 // committed before its CR is created and deleted with it, so a CR without a row is an
 // orphan whatever its state: its row was garbage-collected while the CR's deletion failed,
 // or the row was lost (a database restored from a backup, or failed over to an asynchronous
 // replica, loses the last committed transactions). An unfinished one would otherwise stay
 // forever, since nothing reconciles an Operation CR again after its create event.
-func (c *Collector) sweepOrphans(ctx context.Context) (int, error) {
-	list := &v1.OperationList{}
-	if err := c.Client.List(ctx, list, client.InNamespace(c.Identity.Namespace)); err != nil {
-		return 0, fmt.Errorf("listing Operations: %w", err)
-	}
+func (c *Collector) sweepOrphans(ctx context.Context, list *v1.OperationList) (int, error) {
 	var ids []string
 	names := map[string][]string{}
 	for _, cr := range list.Items {
