@@ -95,6 +95,7 @@ func reachable(creds *db.ClusterCredentials) error {
 	if err != nil {
 		return err
 	}
+	cfg.Timeout = signal.RemoteTimeout
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err

@@ -16,6 +16,9 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 )
 
+// RemoteTimeout bounds each request to another engine cluster.
+const RemoteTimeout = 30 * time.Second
+
 // DefaultClusterClientTTL is how long a client of an engine cluster is kept before its
 // credentials are read again (so rotated credentials are picked up without a restart).
 const DefaultClusterClientTTL = time.Minute
@@ -99,6 +102,8 @@ func (c *Clusters) build(ctx context.Context, clusterID string) (client.Client, 
 	if c.Base != nil {
 		cfg.QPS, cfg.Burst, cfg.UserAgent = c.Base.QPS, c.Base.Burst, c.Base.UserAgent
 	}
+	// A remote cluster that stops answering must not hold a reconcile forever.
+	cfg.Timeout = RemoteTimeout
 	cl, err := client.New(cfg, client.Options{Scheme: c.Scheme})
 	if err != nil {
 		return nil, fmt.Errorf("engine cluster %q: building its client: %w", cluster.Name, err)
