@@ -8,12 +8,15 @@ import (
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
@@ -53,6 +56,22 @@ func TestATenantMovesToAnEngineInstanceOnASecondCluster(t *testing.T) {
 	t.Cleanup(func() { _ = east.Stop() })
 	eastEngine := east.NewNamespace(t, "argocd-")
 
+	// An agent for the engine cluster refuses to start before the backend can reach it,
+	// and registers nothing.
+	serviceKubeconfig, _, err := cp.ServiceAccountKubeconfig(s.ctx, cp.NewNamespace(t, "sa-"), "argocd-east")
+	s.g.Expect(err).NotTo(HaveOccurred())
+	agentOpts := &agent.Options{DB: s.database, ApplicationDeletionTimeout: 2 * time.Second, MaxConcurrentReconciles: 2,
+		SkipNameValidation: true, CredentialsKeysFile: s.keys, ServiceClusterInterval: time.Second}
+	agentOpts.Engine.Namespace, agentOpts.Engine.ClusterName = eastEngine, "east"
+	agentOpts.Engine.ServiceClusterKubeconfig = writeTemp(t, "service.kubeconfig", serviceKubeconfig)
+	early, err := ctrl.NewManager(east.Config, ctrl.Options{Scheme: east.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	s.g.Expect(err).NotTo(HaveOccurred())
+	s.g.Expect(agentOpts.Setup(s.ctx, early, logr.Discard())).To(MatchError(ContainSubstring("set-cluster-credentials --cluster east")))
+	clusters, err := db.NewStore(nil).ListEngineClusters(s.ctx, dbtest.Open(t, s.database))
+	s.g.Expect(err).NotTo(HaveOccurred())
+	s.g.Expect(clusters).NotTo(ContainElement(HaveField("Name", "east")))
+
 	// The operator stores how the backend reaches the engine cluster ...
 	backendKubeconfig, _, err := east.ServiceAccountKubeconfig(s.ctx, east.NewNamespace(t, "sa-"), "gitops-backend")
 	s.g.Expect(err).NotTo(HaveOccurred())
@@ -60,12 +79,6 @@ func TestATenantMovesToAnEngineInstanceOnASecondCluster(t *testing.T) {
 		"--kubeconfig=" + writeTemp(t, "east.kubeconfig", backendKubeconfig), "--credentials-keys-file=" + s.keys,
 		"--database-url=" + s.database.URL, "--database-allow-insecure"})).To(Succeed())
 	// ... and starts the cluster-agent there, with a kubeconfig of the service's cluster.
-	serviceKubeconfig, _, err := cp.ServiceAccountKubeconfig(s.ctx, cp.NewNamespace(t, "sa-"), "argocd-east")
-	s.g.Expect(err).NotTo(HaveOccurred())
-	agentOpts := &agent.Options{DB: s.database, ApplicationDeletionTimeout: 2 * time.Second, MaxConcurrentReconciles: 2,
-		SkipNameValidation: true, CredentialsKeysFile: s.keys, ServiceClusterInterval: time.Second}
-	agentOpts.Engine.Namespace, agentOpts.Engine.ClusterName = eastEngine, "east"
-	agentOpts.Engine.ServiceClusterKubeconfig = writeTemp(t, "service.kubeconfig", serviceKubeconfig)
 	east.RunManager(t, []string{eastEngine}, agentOpts.Setup)
 
 	// Draining the first instance moves the tenant to the second cluster.

@@ -113,6 +113,12 @@ func Register(ctx context.Context, reader client.Reader, idb bun.IDB, store Stor
 		if err != nil {
 			return fmt.Errorf("registering engine cluster %q: %w", opts.ClusterName, err)
 		}
+		if id.ServiceClusterAPIURL != "" && cluster.ClusterCredentialsID == "" {
+			// Without them the backend takes the cluster for its own and creates this
+			// instance's Operation CRs there. Rolled back: nothing is registered.
+			return fmt.Errorf("engine cluster %q is not the service's cluster, but the backend has no credentials for it: "+
+				"run `backend engine-instances set-cluster-credentials --cluster %s --kubeconfig ...` first", opts.ClusterName, opts.ClusterName)
+		}
 		instance, err := store.GetOrCreateEngineInstance(ctx, tx, &db.EngineInstance{
 			EngineClusterID: cluster.ID,
 			NamespaceName:   ns.Name,
