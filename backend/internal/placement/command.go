@@ -36,6 +36,8 @@ const MaxWeight = 10000
 const Usage = `usage: backend engine-instances VERB [flags] [args]
 
   list                                            list engine instances with their tenant counts
+                                                  and how the backend reaches their cluster
+                                                  (in-cluster or stored-credentials)
   register --namespace NS [--cluster C] [--weight W] [--namespace-uid UID] [--kubeconfig F]
                                                   register the instance in namespace NS of engine
                                                   cluster C (idempotent); prints its id
@@ -285,18 +287,24 @@ func (c *Command) list(ctx context.Context, idb bun.IDB) error {
 	if err != nil {
 		return err
 	}
-	names := map[string]string{}
+	names, access := map[string]string{}, map[string]string{}
 	for _, cl := range clusters {
 		names[cl.ID] = cl.Name
+		// How the backend reaches the cluster to signal its instances.
+		access[cl.ID] = "in-cluster"
+		if cl.ClusterCredentialsID != "" {
+			access[cl.ID] = "stored-credentials"
+		}
 	}
 	loads, err := c.Store.CountTenantsByEngineInstance(ctx, idb)
 	if err != nil {
 		return err
 	}
 	w := tabwriter.NewWriter(c.Out, 0, 4, 2, ' ', 0)
-	_, _ = fmt.Fprintln(w, "ID\tCLUSTER\tNAMESPACE\tWEIGHT\tSTATE\tTENANTS")
+	_, _ = fmt.Fprintln(w, "ID\tCLUSTER\tNAMESPACE\tWEIGHT\tSTATE\tTENANTS\tACCESS")
 	for _, ei := range instances {
-		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\n", ei.ID, names[ei.EngineClusterID], ei.NamespaceName, ei.CapacityWeight, ei.State, loads[ei.ID])
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", ei.ID, names[ei.EngineClusterID], ei.NamespaceName,
+			ei.CapacityWeight, ei.State, loads[ei.ID], access[ei.EngineClusterID])
 	}
 	return w.Flush()
 }

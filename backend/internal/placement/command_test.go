@@ -17,6 +17,7 @@ import (
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend/internal/placement"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 )
@@ -115,10 +116,19 @@ func TestEngineInstancesCommand(t *testing.T) {
 	g.Expect(placed[a]).To(BeNumerically(">", 0))
 	g.Expect(placed[b]).To(BeNumerically(">", 0))
 
+	// The backend reaches east with stored credentials.
+	key, err := secretbox.GenerateKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	keyring, err := secretbox.NewKeyring("k1", map[string][]byte{"k1": key})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = db.NewStore(keyring).SetEngineClusterCredentials(f.ctx, f.db, "east",
+		&db.ClusterCredentials{Host: "https://east.example.com:6443", BearerToken: "token"})
+	g.Expect(err).NotTo(HaveOccurred())
+
 	list := f.mustRun("list")
-	g.Expect(list).To(MatchRegexp(`(?m)^ID\s+CLUSTER\s+NAMESPACE\s+WEIGHT\s+STATE\s+TENANTS$`))
-	g.Expect(list).To(MatchRegexp(`(?m)^%s\s+default\s+argocd-a\s+100\s+Active\s+%d$`, a, placed[a]))
-	g.Expect(list).To(MatchRegexp(`(?m)^%s\s+east\s+argocd-b\s+100\s+Active\s+%d$`, b, placed[b]))
+	g.Expect(list).To(MatchRegexp(`(?m)^ID\s+CLUSTER\s+NAMESPACE\s+WEIGHT\s+STATE\s+TENANTS\s+ACCESS$`))
+	g.Expect(list).To(MatchRegexp(`(?m)^%s\s+default\s+argocd-a\s+100\s+Active\s+%d\s+in-cluster$`, a, placed[a]))
+	g.Expect(list).To(MatchRegexp(`(?m)^%s\s+east\s+argocd-b\s+100\s+Active\s+%d\s+stored-credentials$`, b, placed[b]))
 
 	// A drained instance gets no new tenants and keeps its own.
 	g.Expect(f.mustRun("drain", a)).To(ContainSubstring("Draining"))
