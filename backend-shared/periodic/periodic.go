@@ -51,7 +51,7 @@ func Jittered(interval time.Duration) time.Duration {
 }
 
 // Task is a manager Runnable that calls Run every Interval (as Run does), on the elected
-// leader only: the sweeps and the rebalancer.
+// leader only: the sweeps and the operation garbage collector.
 type Task struct {
 	Name     string
 	Interval time.Duration

@@ -3,6 +3,7 @@ package statuspatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,8 +53,8 @@ func TestPatchTellsAStaleCopyFromAFailure(t *testing.T) {
 	}
 	orig = stored.DeepCopy()
 	stored.Status.Message = "after deletion"
-	if err := Patch(ctx, c, stored, orig); err != nil {
-		t.Errorf("patching a deleted object: %v, want no error", err)
+	if err := Patch(ctx, c, stored, orig); !errors.Is(err, ErrGone) {
+		t.Errorf("patching a deleted object: %v, want ErrGone", err)
 	}
 }
 
@@ -64,6 +65,7 @@ func TestResult(t *testing.T) {
 		t.Fatalf("a conflict gave %v", stale)
 	}
 	failed, reconcileErr := errors.New("patching status: boom"), errors.New("reconcile failed")
+	gone := fmt.Errorf("patching status: %w", ErrGone)
 	later := ctrl.Result{RequeueAfter: 5}
 	for name, tc := range map[string]struct {
 		reconcileErr, patchErr error
@@ -74,6 +76,8 @@ func TestResult(t *testing.T) {
 		"patched, reconcile err": {reconcileErr, nil, later, []error{reconcileErr}},
 		"stale":                  {nil, stale, ctrl.Result{RequeueAfter: StaleRetry}, nil},
 		"stale, reconcile err":   {reconcileErr, stale, ctrl.Result{}, []error{reconcileErr, ErrStale}},
+		"gone":                   {nil, gone, ctrl.Result{}, nil},
+		"gone, reconcile err":    {reconcileErr, gone, ctrl.Result{}, nil},
 		"patch failed":           {nil, failed, ctrl.Result{}, []error{failed}},
 		"both failed":            {reconcileErr, failed, ctrl.Result{}, []error{reconcileErr, failed}},
 	} {

@@ -130,7 +130,7 @@ var builds = []build{
 			if !mounted || !found {
 				t.Errorf("the service cluster kubeconfig Secret is not mounted (mount %v, volume %v)", mounted, found)
 			}
-			if envOf(c, "ENGINE_NAMESPACE").ValueFrom == nil {
+			if env := envOf(c, "ENGINE_NAMESPACE"); env == nil || env.ValueFrom == nil {
 				t.Errorf("the remote engine's agent must serve its own namespace")
 			}
 		},

@@ -1,5 +1,5 @@
 // Package rebalance moves tenants between GitOps engine instances: Mover moves one tenant,
-// and Rebalancer, a leader-elected Runnable, moves tenants off draining instances and
+// and Rebalancer, a controller of one item on the leader, moves tenants off draining instances and
 // evens out loads, a few at a time.
 //
 // A move never deploys anything twice nor drops it. In one transaction the tenant's rows

@@ -28,8 +28,9 @@ const (
 	// rebalancer at once (see Rebalancer).
 	DefaultInterval = 10 * time.Minute
 	// DefaultFollowUp is how soon a run that left planned moves undone (over MaxMoves, or
-	// tenants still moving) runs again.
-	DefaultFollowUp = 15 * time.Second
+	// tenants still moving) or failed runs again: at most MaxMoves moves start a minute,
+	// as the previous fixed one-minute interval allowed.
+	DefaultFollowUp = time.Minute
 	// DefaultMaxMoves bounds the tenants one run starts moving: a drained instance empties
 	// over several runs instead of loading both instances' agents and Argo CDs at once.
 	DefaultMaxMoves = 10
@@ -58,8 +59,8 @@ func init() {
 //
 // It is a controller of one item, Key, on the leader: it runs when it starts, when the
 // engine instances change (the database notifies, and the backend's listener puts Key into
-// Queue), DefaultFollowUp after a run that left moves undone, and every Interval (jittered)
-// as a safety net. A balanced, quiet installation costs no statement between those.
+// Queue), DefaultFollowUp after a run that failed or left moves undone, and every Interval
+// (jittered) as a safety net. A balanced, quiet installation costs no statement between those.
 type Rebalancer struct {
 	Mover    *Mover
 	Planner  Planner
@@ -91,13 +92,14 @@ func (r *Rebalancer) SetupWithManager(mgr ctrl.Manager) error {
 // Wake runs the rebalancer soon: the engine instances changed.
 func (r *Rebalancer) Wake() { r.Queue.Add(Key) }
 
-// Reconcile runs once and says when to run again.
+// Reconcile runs once and says when to run again. A failure waits DefaultFollowUp too,
+// not the workqueue's quick retries: each run may start MaxMoves moves.
 func (r *Rebalancer) Reconcile(ctx context.Context, _ string) (reconcile.Result, error) {
 	_, undone, err := r.Run(ctx)
 	if err != nil {
-		return reconcile.Result{}, err
+		ctrl.LoggerFrom(ctx).Error(err, "Rebalancing failed")
 	}
-	if undone > 0 {
+	if err != nil || undone > 0 {
 		return reconcile.Result{RequeueAfter: DefaultFollowUp}, nil
 	}
 	return reconcile.Result{RequeueAfter: periodic.Jittered(r.Interval)}, nil
@@ -137,12 +139,18 @@ func (r *Rebalancer) Run(ctx context.Context) ([]tenancy.Move, int, error) {
 		if moving[mv.TenantID] {
 			continue
 		}
-		if _, err := r.Mover.Move(ctx, mv.TenantID, mv.To); err != nil {
+		moved, err := r.Mover.Move(ctx, mv.TenantID, mv.To)
+		if moved == nil {
 			movesTotal.WithLabelValues("failed").Inc()
 			if !errors.Is(err, db.ErrMoveInProgress) {
 				errs = append(errs, err)
 			}
 			continue
+		}
+		if err != nil {
+			// Committed, but its Operation CRs were not all created: the move counts as
+			// started (the agents' sweeps and the backend's next start create them).
+			errs = append(errs, err)
 		}
 		movesTotal.WithLabelValues("started").Inc()
 		log.Info("Moving a tenant to another engine instance", "tenant", mv.TenantID, "from", mv.From, "to", mv.To)

@@ -130,8 +130,12 @@ func (o *Outstanding) Start(ctx context.Context) error {
 		}
 		for j := range ops {
 			if err := o.Signaller.CR(ctx, &engines[i], &ops[j]); err != nil {
-				log.Error(err, "Creating the CR of an unfinished operation failed", "operation", ops[j].ID)
-				continue
+				// Most likely the engine's cluster cannot be reached: trying its other
+				// operations would only wait out the same error (the agent's sweep and
+				// resync cover them).
+				log.Error(err, "Creating the CR of an unfinished operation failed; skipping the instance's others",
+					"operation", ops[j].ID, "engineInstance", engines[i].ID, "skipped", len(ops)-j-1)
+				break
 			}
 			created++
 		}

@@ -150,6 +150,10 @@ func LoadServiceCluster(path string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: no usable current context", path)
 	}
+	if !strings.HasPrefix(cfg.Host, "https://") {
+		// Argo CD's cluster Secret names the server by URL.
+		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: the server must be an https:// URL", path)
+	}
 	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
 		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: credential plugins are not supported; use a bearer token or a client certificate", path)
 	}

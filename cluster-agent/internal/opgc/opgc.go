@@ -74,8 +74,9 @@ func (c *Collector) Collect(ctx context.Context) error {
 		batch = DefaultBatchSize
 	}
 	total := 0
+	collected := map[string]bool{}
 	for {
-		n, err := c.collectBatch(ctx, batch)
+		n, err := c.collectBatch(ctx, batch, collected)
 		total += n
 		if err != nil {
 			return err
@@ -84,7 +85,7 @@ func (c *Collector) Collect(ctx context.Context) error {
 			break
 		}
 	}
-	orphans, err := c.sweepOrphans(ctx, crs)
+	orphans, err := c.sweepOrphans(ctx, crs, collected)
 	if total > 0 || orphans > 0 {
 		ctrl.LoggerFrom(ctx).Info("Garbage-collected operations", "rows", total, "orphanedCRs", orphans)
 	}
@@ -94,7 +95,8 @@ func (c *Collector) Collect(ctx context.Context) error {
 // collectBatch deletes up to batch expired rows and the CRs of this instance's ones in one
 // transaction: if a CR cannot be deleted, the rows stay and the next run tries again.
 // Other instances' CRs live in their own namespaces; their agents sweep them as orphans.
-func (c *Collector) collectBatch(ctx context.Context, batch int) (int, error) {
+// The ids of the rows it deleted go into collected.
+func (c *Collector) collectBatch(ctx context.Context, batch int, collected map[string]bool) (int, error) {
 	n := 0
 	err := c.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		ops, err := c.Store.GarbageCollectOperations(ctx, tx, time.Now(), batch)
@@ -103,6 +105,7 @@ func (c *Collector) collectBatch(ctx context.Context, batch int) (int, error) {
 		}
 		n = len(ops)
 		for _, op := range ops {
+			collected[op.ID] = true
 			if op.EngineInstanceID != c.Identity.InstanceID {
 				continue
 			}
@@ -119,13 +122,13 @@ func (c *Collector) collectBatch(ctx context.Context, batch int) (int, error) {
 }
 
 // sweepOrphans deletes the Operation CRs of the namespace (list, read before the expired
-// rows went) whose row is gone. A row is
+// rows went; the CRs of the collected rows went with them) whose row is gone. A row is
 // committed before its CR is created and deleted with it, so a CR without a row is an
 // orphan whatever its state: its row was garbage-collected while the CR's deletion failed,
 // or the row was lost (a database restored from a backup, or failed over to an asynchronous
 // replica, loses the last committed transactions). An unfinished one would otherwise stay
 // forever, since nothing reconciles an Operation CR again after its create event.
-func (c *Collector) sweepOrphans(ctx context.Context, list *v1.OperationList) (int, error) {
+func (c *Collector) sweepOrphans(ctx context.Context, list *v1.OperationList, collected map[string]bool) (int, error) {
 	var ids []string
 	names := map[string][]string{}
 	for _, cr := range list.Items {
@@ -138,6 +141,9 @@ func (c *Collector) sweepOrphans(ctx context.Context, list *v1.OperationList) (i
 				}
 			}
 			continue
+		}
+		if collected[id] && cr.Name == operation.CRName(id) {
+			continue // deleted with its row in this run
 		}
 		if _, seen := names[id]; !seen {
 			ids = append(ids, id)
