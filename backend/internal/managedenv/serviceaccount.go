@@ -25,6 +25,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/clusterconfig"
 )
 
 const (
@@ -349,13 +350,9 @@ func uninstallServiceAccount(ctx context.Context, creds *db.ClusterCredentials, 
 	if creds.ServiceAccountNamespace == "" || creds.BearerToken == "" {
 		return nil
 	}
-	cfg, err := clientcmd.Load([]byte(creds.Kubeconfig))
+	restConfig, err := clusterconfig.FromCredentials(creds)
 	if err != nil {
-		return errors.New("the stored kubeconfig cannot be parsed")
-	}
-	restConfig, err := clientcmd.NewNonInteractiveClientConfig(*cfg, creds.KubeconfigContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	if err != nil {
-		return errors.New("no client can be built from the stored kubeconfig")
+		return err
 	}
 	restConfig.BearerToken = string(creds.BearerToken)
 	restConfig.Timeout = 10 * time.Second

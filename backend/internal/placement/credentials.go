@@ -7,10 +7,12 @@ import (
 
 	"github.com/uptrace/bun"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/clusterconfig"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 )
 
@@ -26,11 +28,11 @@ func (c *Command) setClusterCredentials(ctx context.Context, cluster, path, kube
 	if err != nil {
 		return err
 	}
-	creds, err := EngineClusterCredentials(path, kubeContext)
+	creds, cfg, err := EngineClusterCredentials(path, kubeContext)
 	if err != nil {
 		return err
 	}
-	if err := reachable(creds); err != nil {
+	if err := reachable(cfg); err != nil {
 		return err
 	}
 	idb, closeDB, err := c.Open(ctx)
@@ -53,48 +55,46 @@ func (c *Command) setClusterCredentials(ctx context.Context, cluster, path, kube
 // EngineClusterCredentials reads a kubeconfig file into the credentials the backend stores
 // for an engine cluster: only the chosen context (kubeContext, else the current one), with
 // the files it names inlined, since the backend runs elsewhere. Credential plugins are
-// refused: the backend runs no programs. Errors never quote the file's content.
-func EngineClusterCredentials(path, kubeContext string) (*db.ClusterCredentials, error) {
+// refused: the backend runs no programs. It returns the client configuration they give, too.
+// Errors never quote the file's content.
+func EngineClusterCredentials(path, kubeContext string) (*db.ClusterCredentials, *rest.Config, error) {
 	raw, err := clientcmd.LoadFromFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a readable kubeconfig file", path)
+		return nil, nil, fmt.Errorf("%s is not a readable kubeconfig file", path)
 	}
 	if kubeContext != "" {
 		raw.CurrentContext = kubeContext
 	}
 	if err := clientcmdapi.MinifyConfig(raw); err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+		return nil, nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	if err := clientcmdapi.FlattenConfig(raw); err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: reading the files it names: %w", path, err)
+		return nil, nil, fmt.Errorf("kubeconfig %s: reading the files it names: %w", path, err)
 	}
 	for _, user := range raw.AuthInfos {
 		if user.Exec != nil || user.AuthProvider != nil {
-			return nil, fmt.Errorf("kubeconfig %s: credential plugins are not supported; use a bearer token or a client certificate", path)
+			return nil, nil, fmt.Errorf("kubeconfig %s: credential plugins are not supported; use a bearer token or a client certificate", path)
 		}
 		if user.TokenFile != "" {
-			return nil, fmt.Errorf("kubeconfig %s: a token file is not supported; put the token in the kubeconfig", path)
+			return nil, nil, fmt.Errorf("kubeconfig %s: a token file is not supported; put the token in the kubeconfig", path)
 		}
 	}
 	data, err := clientcmd.Write(*raw)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+		return nil, nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	creds := &db.ClusterCredentials{Kubeconfig: db.Secret(data)}
-	cfg, err := signal.RestConfig(creds)
+	cfg, err := clusterconfig.FromCredentials(creds)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+		return nil, nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	creds.Host = cfg.Host
-	return creds, nil
+	return creds, cfg, nil
 }
 
-// reachable checks that the credentials reach an API server that accepts them.
-func reachable(creds *db.ClusterCredentials) error {
-	cfg, err := signal.RestConfig(creds)
-	if err != nil {
-		return err
-	}
+// reachable checks that cfg reaches an API server that accepts its credentials.
+func reachable(cfg *rest.Config) error {
+	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = signal.RemoteTimeout
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {

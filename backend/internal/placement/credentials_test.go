@@ -44,7 +44,7 @@ contexts:
 - name: west
   context: {cluster: west, user: west-admin}
 `)
-	creds, err := placement.EngineClusterCredentials(path, "east")
+	creds, _, err := placement.EngineClusterCredentials(path, "east")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(creds.Host).To(Equal("https://east.example.com:6443"))
 	stored, err := clientcmd.Load([]byte(creds.Kubeconfig))
@@ -55,7 +55,7 @@ contexts:
 	g.Expect(stored.Clusters["east"].CertificateAuthority).To(BeEmpty())
 	g.Expect(string(stored.Clusters["east"].CertificateAuthorityData)).To(Equal("east-ca"), "the CA file is inlined: the backend runs elsewhere")
 
-	current, err := placement.EngineClusterCredentials(path, "")
+	current, _, err := placement.EngineClusterCredentials(path, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(current.Host).To(Equal("https://west.example.com:6443"))
 }
@@ -82,7 +82,7 @@ contexts: [{name: c, context: {cluster: c, user: u}}]
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := placement.EngineClusterCredentials(writeFile(t, dir, name, tc.kubeconfig), "")
+			_, _, err := placement.EngineClusterCredentials(writeFile(t, dir, name, tc.kubeconfig), "")
 			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
 			g.Expect(err.Error()).NotTo(ContainSubstring("plugin-secret"))
 		})

@@ -2,7 +2,6 @@ package signal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -10,10 +9,10 @@ import (
 	"github.com/uptrace/bun"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/clusterconfig"
 )
 
 // RemoteTimeout bounds each request to another engine cluster.
@@ -95,7 +94,7 @@ func (c *Clusters) build(ctx context.Context, clusterID string) (client.Client, 
 	if err != nil {
 		return nil, fmt.Errorf("reading the credentials of engine cluster %q: %w", cluster.Name, err)
 	}
-	cfg, err := RestConfig(creds)
+	cfg, err := clusterconfig.FromCredentials(creds)
 	if err != nil {
 		return nil, fmt.Errorf("engine cluster %q: %w", cluster.Name, err)
 	}
@@ -109,23 +108,4 @@ func (c *Clusters) build(ctx context.Context, clusterID string) (client.Client, 
 		return nil, fmt.Errorf("engine cluster %q: building its client: %w", cluster.Name, err)
 	}
 	return cl, nil
-}
-
-// RestConfig is the client configuration of stored cluster credentials: the kubeconfig's
-// context KubeconfigContext (else its current one), or Host with the bearer token. Errors
-// never quote the kubeconfig.
-func RestConfig(creds *db.ClusterCredentials) (*rest.Config, error) {
-	if creds.Kubeconfig == "" {
-		return &rest.Config{Host: creds.Host, BearerToken: string(creds.BearerToken),
-			TLSClientConfig: rest.TLSClientConfig{Insecure: creds.AllowInsecureSkipTLSVerify}}, nil
-	}
-	raw, err := clientcmd.Load([]byte(creds.Kubeconfig))
-	if err != nil {
-		return nil, errors.New("the stored kubeconfig cannot be parsed")
-	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, creds.KubeconfigContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	if err != nil {
-		return nil, errors.New("the stored kubeconfig has no usable context")
-	}
-	return cfg, nil
 }
