@@ -77,25 +77,7 @@ type Cluster struct {
 
 // ClusterSecret is the Argo CD cluster Secret of a managed environment.
 func ClusterSecret(namespace string, c Cluster) (*corev1.Secret, error) {
-	config, err := json.Marshal(argov1alpha1.ClusterConfig{ //nolint:gosec // Argo CD reads the credentials from this Secret
-		BearerToken: c.BearerToken,
-		Username:    c.Username,
-		Password:    c.Password,
-		TLSClientConfig: argov1alpha1.TLSClientConfig{
-			Insecure: c.Insecure,
-			CAData:   c.CAData,
-			CertData: c.CertData,
-			KeyData:  c.KeyData,
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	name := ClusterSecretName(c.ManagedEnvironmentID)
 	data := map[string][]byte{
-		"name":   []byte(name),
-		"server": []byte(ClusterServerURL(c.APIURL, c.ManagedEnvironmentID)),
-		"config": config,
 		// Scoping the cluster to the tenant's project keeps other tenants' Applications off it.
 		"project": []byte(RemoteAppProjectName(c.TenantID)),
 	}
@@ -103,22 +85,52 @@ func ClusterSecret(namespace string, c Cluster) (*corev1.Secret, error) {
 		data["namespaces"] = []byte(strings.Join(c.Namespaces, ","))
 		data["clusterResources"] = []byte(strconv.FormatBool(c.ClusterResources))
 	}
+	return clusterSecret(namespace, ClusterSecretName(c.ManagedEnvironmentID), ClusterServerURL(c.APIURL, c.ManagedEnvironmentID),
+		argov1alpha1.ClusterConfig{ //nolint:gosec // Argo CD reads the credentials from this Secret
+			BearerToken: c.BearerToken,
+			Username:    c.Username,
+			Password:    c.Password,
+			TLSClientConfig: argov1alpha1.TLSClientConfig{
+				Insecure: c.Insecure,
+				CAData:   c.CAData,
+				CertData: c.CertData,
+				KeyData:  c.KeyData,
+			},
+		}, data, map[string]string{
+			LabelManagedBy:            ManagedByValue,
+			LabelTenantID:             c.TenantID,
+			LabelManagedEnvironmentID: c.ManagedEnvironmentID,
+		})
+}
+
+// clusterSecret is an Argo CD cluster Secret called name for server, with data and labels
+// besides the ones every cluster Secret has, and the hash of its data.
+func clusterSecret(namespace, name, server string, config argov1alpha1.ClusterConfig, data map[string][]byte,
+	labels map[string]string) (*corev1.Secret, error) {
+	raw, err := json.Marshal(config)
+	if err != nil {
+		return nil, err
+	}
+	data["name"], data["server"], data["config"] = []byte(name), []byte(server), raw
+	labels[LabelSecretType] = SecretTypeCluster
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: namespace,
-			Labels: map[string]string{
-				LabelSecretType:           SecretTypeCluster,
-				LabelManagedBy:            ManagedByValue,
-				LabelTenantID:             c.TenantID,
-				LabelManagedEnvironmentID: c.ManagedEnvironmentID,
-			},
+			Name:        name,
+			Namespace:   namespace,
+			Labels:      labels,
 			Annotations: map[string]string{AnnotationDataHash: DataHash(data)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
 	}, nil
+}
+
+// Drifted says whether a Secret's data differs from the hash the service wrote with it
+// (false for a Secret without that hash).
+func Drifted(sec *corev1.Secret) bool {
+	want, ok := sec.Annotations[AnnotationDataHash]
+	return ok && DataHash(sec.Data) != want
 }
 
 // Repository is what a repository Secret says about a repository credential.

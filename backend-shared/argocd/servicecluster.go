@@ -1,12 +1,10 @@
 package argocd
 
 import (
-	"encoding/json"
 	"fmt"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // An engine instance may run on another cluster than the service (a second engine
@@ -48,24 +46,7 @@ func ServiceClusterSecret(namespace, apiURL string, tls argov1alpha1.TLSClientCo
 	if apiURL == "" {
 		return nil, fmt.Errorf("the service cluster has no API URL")
 	}
-	config, err := json.Marshal(argov1alpha1.ClusterConfig{BearerToken: bearerToken, TLSClientConfig: tls}) //nolint:gosec // Argo CD reads the credentials from this Secret
-	if err != nil {
-		return nil, err
-	}
-	data := map[string][]byte{
-		"name":   []byte(ServiceClusterSecretName),
-		"server": []byte(apiURL),
-		"config": config,
-	}
-	return &corev1.Secret{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        ServiceClusterSecretName,
-			Namespace:   namespace,
-			Labels:      map[string]string{LabelSecretType: SecretTypeCluster, LabelServiceCluster: "true"},
-			Annotations: map[string]string{AnnotationDataHash: DataHash(data)},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: data,
-	}, nil
+	return clusterSecret(namespace, ServiceClusterSecretName, apiURL,
+		argov1alpha1.ClusterConfig{BearerToken: bearerToken, TLSClientConfig: tls}, //nolint:gosec // Argo CD reads the credentials from this Secret
+		map[string][]byte{}, map[string]string{LabelServiceCluster: "true"})
 }

@@ -70,8 +70,7 @@ func (s *ServiceCluster) Apply(ctx context.Context) error {
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("reading Secret %s failed (%s)", want.Name, reason(err))
 	}
-	if err == nil && have.Annotations[argocd.AnnotationDataHash] == want.Annotations[argocd.AnnotationDataHash] &&
-		argocd.DataHash(have.Data) == want.Annotations[argocd.AnnotationDataHash] {
+	if err == nil && have.Annotations[argocd.AnnotationDataHash] == want.Annotations[argocd.AnnotationDataHash] && !argocd.Drifted(have) {
 		return nil
 	}
 	return applySecret(ctx, s.Client, want)

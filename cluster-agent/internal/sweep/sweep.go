@@ -255,7 +255,7 @@ func (s *Sweeper) sweepCredentialsAndProjects(ctx context.Context, res *Result, 
 	clusters, repos, tenants := map[string]object{}, map[string]object{}, map[string]object{}
 	for i := range secrets.Items {
 		sec := &secrets.Items[i]
-		o := object{name: sec.Name, tenantID: sec.Labels[argocd.LabelTenantID], drifted: drifted(sec)}
+		o := object{name: sec.Name, tenantID: sec.Labels[argocd.LabelTenantID], drifted: argocd.Drifted(sec)}
 		switch sec.Labels[argocd.LabelSecretType] {
 		case argocd.SecretTypeCluster:
 			clusters[sec.Labels[argocd.LabelManagedEnvironmentID]] = o
@@ -404,11 +404,6 @@ type object struct {
 
 // drifted says whether a Secret's data is no longer what the agent wrote (Secrets written
 // before the hash annotation existed are not judged).
-func drifted(sec *corev1.Secret) bool {
-	want, ok := sec.Annotations[argocd.AnnotationDataHash]
-	return ok && argocd.DataHash(sec.Data) != want
-}
-
 // signalOrphans signals the deletion of the objects (by row id) whose row exists says is
 // gone, counting them in count, and an update of those with a row whose data drifted. It
 // marks the others live.
