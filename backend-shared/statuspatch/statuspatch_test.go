@@ -4,23 +4,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
+
+var cp *testenv.ControlPlane
+
+func TestMain(m *testing.M) {
+	var err error
+	if cp, err = testenv.StartControlPlane(testenv.Options{WithoutServiceCRDs: true, WithoutArgoCDCRDs: true}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = cp.Stop()
+	os.Exit(code)
+}
 
 func TestPatchTellsAStaleCopyFromAFailure(t *testing.T) {
 	ctx := context.Background()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
-	c := fake.NewClientBuilder().WithObjects(pod).WithStatusSubresource(pod).Build()
+	c := cp.Client
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: cp.NewNamespace(t, "statuspatch-")},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if err := c.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	withIP := func(s *corev1.Service, ip string) {
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+	}
 
-	cached := &corev1.Pod{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), cached); err != nil {
+	cached := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(svc), cached); err != nil {
 		t.Fatal(err)
 	}
 	fresh := cached.DeepCopy()
@@ -30,21 +51,21 @@ func TestPatchTellsAStaleCopyFromAFailure(t *testing.T) {
 	}
 
 	orig := cached.DeepCopy()
-	cached.Status.Message = "from a stale copy"
+	withIP(cached, "10.0.0.1") // from a stale copy
 	err := Patch(ctx, c, cached, orig)
 	if !errors.Is(err, ErrStale) {
 		t.Fatalf("patching from a stale copy: %v, want ErrStale", err)
 	}
-	stored := &corev1.Pod{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), stored); err != nil {
+	stored := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(svc), stored); err != nil {
 		t.Fatal(err)
 	}
-	if stored.Status.Message != "" {
-		t.Errorf("the stale copy's status was written: %q", stored.Status.Message)
+	if len(stored.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("the stale copy's status was written: %+v", stored.Status.LoadBalancer)
 	}
 
 	orig = stored.DeepCopy()
-	stored.Status.Message = "from the current copy"
+	withIP(stored, "10.0.0.2") // from the current copy
 	if err := Patch(ctx, c, stored, orig); err != nil {
 		t.Fatalf("patching from the current copy: %v", err)
 	}
@@ -52,7 +73,7 @@ func TestPatchTellsAStaleCopyFromAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	orig = stored.DeepCopy()
-	stored.Status.Message = "after deletion"
+	withIP(stored, "10.0.0.3") // after deletion
 	if err := Patch(ctx, c, stored, orig); !errors.Is(err, ErrGone) {
 		t.Errorf("patching a deleted object: %v, want ErrGone", err)
 	}
@@ -60,10 +81,7 @@ func TestPatchTellsAStaleCopyFromAFailure(t *testing.T) {
 
 func TestResult(t *testing.T) {
 	ctx := context.Background()
-	stale := Patch(ctx, conflicting{fake.NewClientBuilder().Build()}, &corev1.Pod{}, &corev1.Pod{})
-	if !errors.Is(stale, ErrStale) {
-		t.Fatalf("a conflict gave %v", stale)
-	}
+	stale := fmt.Errorf("patching status: %w", ErrStale)
 	failed, reconcileErr := errors.New("patching status: boom"), errors.New("reconcile failed")
 	gone := fmt.Errorf("patching status: %w", ErrGone)
 	later := ctrl.Result{RequeueAfter: 5}
@@ -97,16 +115,3 @@ func TestResult(t *testing.T) {
 		})
 	}
 }
-
-// conflicting answers every status patch with a conflict.
-type conflicting struct{ client.Client }
-
-func (c conflicting) Status() client.SubResourceWriter { return conflictingStatus{} }
-
-type conflictingStatus struct{ client.SubResourceWriter }
-
-func (conflictingStatus) Patch(context.Context, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
-	return apiConflict
-}
-
-var apiConflict = apierrors.NewConflict(corev1.Resource("pods"), "p", errors.New("the object has been modified"))

@@ -1,17 +1,21 @@
 package app_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
+	"github.com/uptrace/bun"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	agent "github.com/gitops-service/gitops-service/cluster-agent/app"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/opgc"
 )
@@ -85,4 +89,35 @@ func TestOperationGarbageCollection(t *testing.T) {
 	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(kept.ID)}, cr)).To(Succeed())
 	g.Expect(cr.Status.State).To(Equal(v1.OperationStateCompleted))
 	g.Expect(cr.Status.Message).To(Equal("done"))
+}
+
+// untouchable fails the test on any use of the database.
+type untouchable struct{ t *testing.T }
+
+func (u untouchable) GarbageCollectOperations(context.Context, bun.IDB, time.Time, int) ([]db.Operation, error) {
+	u.t.Fatal("an instance without Operation CRs read the database")
+	return nil, nil
+}
+
+// Every operation of an instance has a CR until its row is collected: with none in its
+// namespace (CRs of other instances do not count), the collector reads nothing.
+func TestAnInstanceWithoutOperationCRsCostsTheDatabaseNothing(t *testing.T) {
+	ctx := context.Background()
+	other := &v1.Operation{ObjectMeta: metav1.ObjectMeta{Name: "operation-1", Namespace: cp.NewNamespace(t, "argocd-other-")},
+		Spec: v1.OperationSpec{OperationID: uuid.NewString()}}
+	if err := cp.Client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	c := &opgc.Collector{
+		Client:   cp.Client,
+		Store:    untouchable{t},
+		Identity: engine.Identity{Namespace: cp.NewNamespace(t, "argocd-")},
+		Existing: func(context.Context, bun.IDB, []string) (map[string]bool, error) {
+			t.Fatal("an instance without Operation CRs checked operation ids")
+			return nil, nil
+		},
+	}
+	if err := c.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
