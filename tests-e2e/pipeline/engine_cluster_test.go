@@ -24,7 +24,6 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	backend "github.com/gitops-service/gitops-service/backend/app"
-	agent "github.com/gitops-service/gitops-service/cluster-agent/app"
 )
 
 // writeTemp writes data to a new file of the test and returns its path.
@@ -60,9 +59,8 @@ func TestATenantMovesToAnEngineInstanceOnASecondCluster(t *testing.T) {
 	// and registers nothing.
 	serviceKubeconfig, _, err := cp.ServiceAccountKubeconfig(s.ctx, cp.NewNamespace(t, "sa-"), "argocd-east")
 	s.g.Expect(err).NotTo(HaveOccurred())
-	agentOpts := &agent.Options{DB: s.database, ApplicationDeletionTimeout: 2 * time.Second, MaxConcurrentReconciles: 2,
-		SkipNameValidation: true, CredentialsKeysFile: s.keys, ServiceClusterInterval: time.Second}
-	agentOpts.Engine.Namespace, agentOpts.Engine.ClusterName = eastEngine, "east"
+	agentOpts := s.agentOptions(eastEngine, "east")
+	agentOpts.ServiceClusterInterval = time.Second
 	agentOpts.Engine.ServiceClusterKubeconfig = writeTemp(t, "service.kubeconfig", serviceKubeconfig)
 	early, err := ctrl.NewManager(east.Config, ctrl.Options{Scheme: east.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})

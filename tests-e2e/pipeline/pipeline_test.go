@@ -78,10 +78,16 @@ func startService(t *testing.T, mutate ...func(*backend.Options)) *service {
 // registers the instance).
 func (s *service) startAgent(engine string) {
 	s.t.Helper()
-	agentOpts := &agent.Options{DB: s.database, ApplicationDeletionTimeout: 2 * time.Second, MaxConcurrentReconciles: 2,
+	cp.RunManager(s.t, []string{engine}, s.agentOptions(engine, "default").Setup)
+}
+
+// agentOptions are the options of a cluster-agent of the service for the engine instance
+// in namespace engine on the engine cluster named cluster.
+func (s *service) agentOptions(engine, cluster string) *agent.Options {
+	opts := &agent.Options{DB: s.database, ApplicationDeletionTimeout: 2 * time.Second, MaxConcurrentReconciles: 2,
 		SkipNameValidation: true, CredentialsKeysFile: s.keys}
-	agentOpts.Engine.Namespace, agentOpts.Engine.ClusterName = engine, "default"
-	cp.RunManager(s.t, []string{engine}, agentOpts.Setup)
+	opts.Engine.Namespace, opts.Engine.ClusterName = engine, cluster
+	return opts
 }
 
 func (s *service) deploy(name string, typ v1.GitOpsDeploymentSpecType, mutate ...func(*v1.GitOpsDeployment)) *v1.GitOpsDeployment {
