@@ -86,7 +86,7 @@ func ClusterSecret(namespace string, c Cluster) (*corev1.Secret, error) {
 		data["clusterResources"] = []byte(strconv.FormatBool(c.ClusterResources))
 	}
 	return clusterSecret(namespace, ClusterSecretName(c.ManagedEnvironmentID), ClusterServerURL(c.APIURL, c.ManagedEnvironmentID),
-		argov1alpha1.ClusterConfig{ //nolint:gosec // Argo CD reads the credentials from this Secret
+		argov1alpha1.ClusterConfig{
 			BearerToken: c.BearerToken,
 			Username:    c.Username,
 			Password:    c.Password,
@@ -107,7 +107,7 @@ func ClusterSecret(namespace string, c Cluster) (*corev1.Secret, error) {
 // besides the ones every cluster Secret has, and the hash of its data.
 func clusterSecret(namespace, name, server string, config argov1alpha1.ClusterConfig, data map[string][]byte,
 	labels map[string]string) (*corev1.Secret, error) {
-	raw, err := json.Marshal(config)
+	raw, err := json.Marshal(config) //nolint:gosec // Argo CD reads the credentials from this Secret
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,6 @@ func ServiceClusterSecret(namespace, apiURL string, tls argov1alpha1.TLSClientCo
 		return nil, fmt.Errorf("the service cluster has no API URL")
 	}
 	return clusterSecret(namespace, ServiceClusterSecretName, apiURL,
-		argov1alpha1.ClusterConfig{BearerToken: bearerToken, TLSClientConfig: tls}, //nolint:gosec // Argo CD reads the credentials from this Secret
+		argov1alpha1.ClusterConfig{BearerToken: bearerToken, TLSClientConfig: tls},
 		map[string][]byte{}, map[string]string{LabelServiceCluster: "true"})
 }
