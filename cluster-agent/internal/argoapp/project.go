@@ -51,6 +51,8 @@ type Projects struct {
 	DB        bun.IDB
 	Store     Store
 	Identity  engine.Identity
+
+	locks tenantLocks
 }
 
 var _ operation.Handler = (*Projects)(nil)
@@ -80,7 +82,11 @@ func (p *Projects) Handle(ctx context.Context, t operation.Target) (operation.Ou
 // A tenant this instance no longer serves (it moved to another instance, or is gone) keeps
 // its AppProjects here only while Argo CD Applications of it remain; once none does, its
 // cluster and repository Secrets are deleted too.
+//
+// Calls for one tenant run one at a time, each reading the database afresh (see
+// tenantLocks).
 func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) ([]string, error) {
+	defer p.locks.lock(tenantID)()
 	served, err := p.Store.TenantServedBy(ctx, p.DB, tenantID, p.Identity.InstanceID)
 	if err != nil {
 		return nil, fmt.Errorf("checking whether the tenant is served here: %w", err)
