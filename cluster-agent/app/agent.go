@@ -27,6 +27,7 @@ import (
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/opgc"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/sweep"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/syncop"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/tenantlock"
 )
 
 // EnvKeysFile supplies the default --credentials-keys-file, as for the backend.
@@ -133,7 +134,8 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 	}
 
 	c := mgr.GetClient()
-	projects := &argoapp.Projects{Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id}
+	tenants := &tenantlock.Locks{}
+	projects := &argoapp.Projects{Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Tenants: tenants}
 	handlers := map[db.OperationResourceType]operation.Handler{
 		db.OperationResourceApplication: &argoapp.Applications{
 			Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Projects: projects,
@@ -143,8 +145,8 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		db.OperationResourceSyncOperation: &syncop.Handler{
 			Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, PollInterval: opts.SyncPollInterval,
 		},
-		db.OperationResourceManagedEnvironment:   &credsecret.Clusters{Client: c, DB: bdb, Store: store, Identity: id},
-		db.OperationResourceRepositoryCredential: &credsecret.Repositories{Client: c, DB: bdb, Store: store, Identity: id},
+		db.OperationResourceManagedEnvironment:   &credsecret.Clusters{Client: c, DB: bdb, Store: store, Identity: id, Tenants: tenants},
+		db.OperationResourceRepositoryCredential: &credsecret.Repositories{Client: c, DB: bdb, Store: store, Identity: id, Tenants: tenants},
 	}
 	operations := &operation.Reconciler{
 		Client: c, DB: bdb, Store: store, Identity: id, Handlers: handlers, RetryLimit: opts.OperationRetryLimit,

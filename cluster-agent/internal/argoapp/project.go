@@ -22,6 +22,7 @@ import (
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/tenantlock"
 )
 
 // inClusterName is Argo CD's name of the cluster it runs on.
@@ -51,8 +52,8 @@ type Projects struct {
 	DB        bun.IDB
 	Store     Store
 	Identity  engine.Identity
-
-	locks tenantLocks
+	// Tenants serialises the work on each tenant's objects with the other handlers.
+	Tenants *tenantlock.Locks
 }
 
 var _ operation.Handler = (*Projects)(nil)
@@ -84,9 +85,9 @@ func (p *Projects) Handle(ctx context.Context, t operation.Target) (operation.Ou
 // cluster and repository Secrets are deleted too.
 //
 // Calls for one tenant run one at a time, each reading the database afresh (see
-// tenantLocks).
+// tenantlock).
 func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) ([]string, error) {
-	defer p.locks.lock(tenantID)()
+	defer p.Tenants.Lock(tenantID)()
 	served, err := p.Store.TenantServedBy(ctx, p.DB, tenantID, p.Identity.InstanceID)
 	if err != nil {
 		return nil, fmt.Errorf("checking whether the tenant is served here: %w", err)

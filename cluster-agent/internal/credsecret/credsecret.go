@@ -26,6 +26,7 @@ import (
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/tenantlock"
 )
 
 // Store is the part of the database the handlers use.
@@ -44,6 +45,8 @@ type Clusters struct {
 	DB       bun.IDB
 	Store    Store
 	Identity engine.Identity
+	// Tenants serialises the work on each tenant's objects with the other handlers.
+	Tenants *tenantlock.Locks
 }
 
 var _ operation.Handler = (*Clusters)(nil)
@@ -60,6 +63,7 @@ func (c *Clusters) Handle(ctx context.Context, t operation.Target) (operation.Ou
 	if t.TenantID == "" {
 		return gone()
 	}
+	defer c.Tenants.Lock(t.TenantID)()
 	creds, err := c.Store.GetManagedEnvironmentCredentials(ctx, c.DB, t.TenantID, t.ResourceID)
 	switch {
 	case notFound(err):
@@ -187,6 +191,8 @@ type Repositories struct {
 	DB       bun.IDB
 	Store    Store
 	Identity engine.Identity
+	// Tenants serialises the work on each tenant's objects with the other handlers.
+	Tenants *tenantlock.Locks
 }
 
 var _ operation.Handler = (*Repositories)(nil)
@@ -205,6 +211,7 @@ func (r *Repositories) Handle(ctx context.Context, t operation.Target) (operatio
 	if t.TenantID == "" {
 		return remove("the repository credential no longer exists")
 	}
+	defer r.Tenants.Lock(t.TenantID)()
 	cred, err := r.Store.GetRepositoryCredential(ctx, r.DB, t.TenantID, t.ResourceID)
 	switch {
 	case notFound(err):

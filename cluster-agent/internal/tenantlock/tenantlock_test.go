@@ -1,4 +1,4 @@
-package argoapp
+package tenantlock
 
 import (
 	"sync"
@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-func TestTenantLocksSerialiseOneTenantOnly(t *testing.T) {
-	var locks tenantLocks
-	unlockA := locks.lock("a")
+func TestLocksSerialiseOneTenantOnly(t *testing.T) {
+	var locks Locks
+	unlockA := locks.Lock("a")
 
 	// Another tenant is not held up.
 	done := make(chan struct{})
 	go func() {
-		locks.lock("b")()
+		locks.Lock("b")()
 		close(done)
 	}()
 	select {
@@ -26,7 +26,7 @@ func TestTenantLocksSerialiseOneTenantOnly(t *testing.T) {
 	// The same tenant is.
 	acquired := make(chan struct{})
 	go func() {
-		unlock := locks.lock("a")
+		unlock := locks.Lock("a")
 		close(acquired)
 		unlock()
 	}()
@@ -43,15 +43,15 @@ func TestTenantLocksSerialiseOneTenantOnly(t *testing.T) {
 	}
 }
 
-func TestTenantLocksExcludeConcurrentCallersAndLeaveNothingBehind(t *testing.T) {
-	var locks tenantLocks
+func TestLocksExcludeConcurrentCallersAndLeaveNothingBehind(t *testing.T) {
+	var locks Locks
 	var inside, overlaps atomic.Int32
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			unlock := locks.lock("tenant")
+			unlock := locks.Lock("tenant")
 			if inside.Add(1) > 1 {
 				overlaps.Add(1)
 			}
