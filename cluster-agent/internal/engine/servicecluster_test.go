@@ -9,11 +9,16 @@ import (
 
 func writeKubeconfig(t *testing.T, dir, name, user string) string {
 	t.Helper()
+	return writeKubeconfigFor(t, dir, name, "https://service.example.com:6443/", user)
+}
+
+func writeKubeconfigFor(t *testing.T, dir, name, server, user string) string {
+	t.Helper()
 	path := filepath.Join(dir, name)
 	content := `apiVersion: v1
 kind: Config
 current-context: c
-clusters: [{name: c, cluster: {server: "https://service.example.com:6443/", certificate-authority: ca.crt}}]
+clusters: [{name: c, cluster: {server: "` + server + `", certificate-authority: ca.crt}}]
 users: [{name: u, user: ` + user + `}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 `
@@ -63,5 +68,20 @@ func TestLoadServiceClusterReadsTheCredentialsArgoCDNeeds(t *testing.T) {
 		if strings.Contains(err.Error(), "secret-arg") && name != "no file" {
 			t.Errorf("%s: the error quotes the file: %v", name, err)
 		}
+	}
+}
+
+func TestLoadServiceClusterRefusesAPlainHTTPServer(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), []byte("service-ca"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Argo CD would send the token in the clear.
+	_, err := LoadServiceCluster(writeKubeconfigFor(t, dir, "plain", "http://service.example.com:8080/", "{token: inline-token}"))
+	if err == nil || !strings.Contains(err.Error(), "https://") {
+		t.Fatalf("a plain http:// server: %v", err)
+	}
+	if strings.Contains(err.Error(), "inline-token") {
+		t.Errorf("the error quotes the token: %v", err)
 	}
 }
