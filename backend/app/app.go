@@ -137,7 +137,7 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	placer := &tenancy.BoundedLoad{}
 	resolver := &tenancy.Resolver{Store: store, Placer: placer, Namespaces: mgr.GetClient()}
 	signaller := &signal.Signaller{DB: database, Store: store, GCExpirationSeconds: o.OperationGCSeconds,
-		Clusters: &signal.Clusters{Local: mgr.GetClient(), Base: mgr.GetConfig(), Scheme: mgr.GetScheme(), DB: database, Store: store}}
+		Clusters: &signal.Clusters{Local: mgr.GetClient(), Own: o.EngineCluster, Base: mgr.GetConfig(), Scheme: mgr.GetScheme(), DB: database, Store: store}}
 	rebalancer := &rebalance.Rebalancer{
 		Mover: &rebalance.Mover{DB: database, Store: store, Signal: signaller}, Planner: placer,
 		Interval: o.RebalanceInterval, MaxMoves: o.RebalanceMaxMoves,

@@ -28,10 +28,15 @@ type ClusterStore interface {
 	GetClusterCredentials(ctx context.Context, idb bun.IDB, id string) (*db.ClusterCredentials, error)
 }
 
-// Clusters hands out the client of each engine cluster: Local for a cluster without
-// credentials (the service's own), else one built from the cluster's stored credentials.
+// Clusters hands out the client of each engine cluster: Local for the backend's own
+// cluster, else one built from the cluster's stored credentials.
 type Clusters struct {
 	Local client.Client
+	// Own is the name of the backend's own engine cluster (--engine-cluster). Another
+	// cluster without stored credentials is refused rather than signalled through Local,
+	// where a namespace of the same name would receive the CRs. Empty: any cluster without
+	// credentials is taken for the backend's own.
+	Own string
 	// Base supplies the rate limits of clients of other clusters.
 	Base   *rest.Config
 	Scheme *runtime.Scheme
@@ -88,6 +93,10 @@ func (c *Clusters) build(ctx context.Context, clusterID string) (client.Client, 
 		return nil, err
 	}
 	if cluster.ClusterCredentialsID == "" {
+		if c.Own != "" && cluster.Name != c.Own {
+			return nil, fmt.Errorf("engine cluster %q is not the backend's own (%q) and has no stored credentials: "+
+				"store them with `backend engine-instances set-cluster-credentials --cluster %s`", cluster.Name, c.Own, cluster.Name)
+		}
 		return c.Local, nil
 	}
 	creds, err := c.Store.GetClusterCredentials(ctx, c.DB, cluster.ClusterCredentialsID)

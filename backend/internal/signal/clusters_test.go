@@ -56,7 +56,7 @@ func userKubeconfig(t *testing.T, name string, groups ...string) *db.ClusterCred
 func TestClustersReachEachEngineClusterWithItsOwnCredentials(t *testing.T) {
 	g, ctx := NewWithT(t), t.Context()
 	bdb, store := dbtest.NewDB(t), newStore(t)
-	clusters := &signal.Clusters{Local: cp.Client, Base: cp.Config, Scheme: cp.Scheme, DB: bdb, Store: store, TTL: time.Hour}
+	clusters := &signal.Clusters{Local: cp.Client, Own: "home", Base: cp.Config, Scheme: cp.Scheme, DB: bdb, Store: store, TTL: time.Hour}
 	readNamespace := func(c client.Client) error {
 		return c.Get(ctx, client.ObjectKey{Name: "default"}, &corev1.Namespace{})
 	}
@@ -68,10 +68,19 @@ func TestClustersReachEachEngineClusterWithItsOwnCredentials(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c).To(BeIdenticalTo(cp.Client))
 
-	// Another cluster: its stored credentials, not the backend's. This user may do nothing,
-	// so the API server names it in its refusal.
+	// Another cluster registered before its credentials were stored: refused, not signalled
+	// through the backend's own API server.
+	registered, err := store.GetOrCreateEngineCluster(ctx, bdb, "east", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = clusters.For(ctx, registered.ID)
+	g.Expect(err).To(MatchError(And(ContainSubstring(`engine cluster "east" is not the backend's own ("home")`),
+		ContainSubstring("set-cluster-credentials --cluster east"))))
+
+	// With its credentials stored: those, not the backend's. This user may do nothing, so
+	// the API server names it in its refusal.
 	east, err := store.SetEngineClusterCredentials(ctx, bdb, "east", userKubeconfig(t, "east-signaller"))
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(east.ID).To(Equal(registered.ID))
 	eastClient, err := clusters.For(ctx, east.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(readNamespace(eastClient)).To(MatchError(ContainSubstring(`User "east-signaller" cannot get resource "namespaces"`)))
