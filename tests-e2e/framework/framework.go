@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -72,20 +70,7 @@ func (f *Framework) Stop(keepLogs bool) error {
 func (f *Framework) LogDir() string { return f.Stack.LogDir }
 
 // DumpLogs writes the end of every process's log to w.
-func (f *Framework) DumpLogs(w io.Writer, maxBytes int) {
-	files, _ := filepath.Glob(filepath.Join(f.Stack.LogDir, "*.log"))
-	sort.Strings(files)
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			continue
-		}
-		if len(data) > maxBytes {
-			data = data[len(data)-maxBytes:]
-		}
-		fmt.Fprintf(w, "\n===== %s (last %d bytes) =====\n%s\n", filepath.Base(file), len(data), data)
-	}
-}
+func (f *Framework) DumpLogs(w io.Writer, maxBytes int) { stack.DumpLogs(w, f.Stack.LogDir, maxBytes) }
 
 // CreateNamespace creates a namespace (a tenant) named prefix-<random>.
 func (f *Framework) CreateNamespace(ctx context.Context, prefix string) (string, error) {

@@ -8,9 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"time"
 
@@ -71,6 +73,8 @@ type Stack struct {
 	Git *gitserver.Server
 	// ServiceAccounts each binary runs as, by binary name, under Options.LeastPrivilege.
 	ServiceAccounts map[string]client.ObjectKey
+	// BinDir holds the built binaries; KeysFile is the credentials keyring they share.
+	BinDir, KeysFile string
 
 	launches map[string]launch
 }
@@ -116,6 +120,25 @@ func (s *Stack) StartBinaryWithEnv(ctx context.Context, name string, env ...stri
 	return nil
 }
 
+// StartInstance starts one more process of a binary of BinDir (say, a second cluster-agent)
+// under its own name, against the cluster of kubeconfig, with the stack's database and
+// keyring flags followed by args; its log is LogDir/name.log and Stop stops it.
+func (s *Stack) StartInstance(ctx context.Context, name, binary, kubeconfig string, args ...string) error {
+	if _, ok := s.launches[name]; ok {
+		return fmt.Errorf("%s is already a process of this stack", name)
+	}
+	metrics, probes := freeAddr(), freeAddr()
+	s.MetricsAddr[name] = metrics
+	s.launches[name] = launch{
+		path: filepath.Join(s.BinDir, binary),
+		args: append(append([]string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes},
+			defaultArgs(binary, s.DatabaseURL, s.KeysFile)...), args...),
+		probes:     probes,
+		kubeconfig: kubeconfig,
+	}
+	return s.StartBinary(ctx, name)
+}
+
 // CrashBinary kills a binary with SIGKILL, as a crash would.
 func (s *Stack) CrashBinary(name string) {
 	if p := s.Processes[name]; p != nil {
@@ -150,6 +173,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 
 	progress("building " + fmt.Sprint(binaries))
 	bins := filepath.Join(dir, "bin")
+	s.BinDir = bins
 	if err := Build(ctx, bins, binaries...); err != nil {
 		return s, err
 	}
@@ -205,6 +229,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err != nil {
 		return s, err
 	}
+	s.KeysFile = keys
 	for _, name := range binaries {
 		progress("starting " + name)
 		metrics, probes := freeAddr(), freeAddr()
@@ -282,6 +307,22 @@ func (s *Stack) Stop() error {
 	}
 	errs = append(errs, s.forbiddenError())
 	return errors.Join(errs...)
+}
+
+// DumpLogs writes the end of each log file (*.log) of dir to w, at most maxBytes of each.
+func DumpLogs(w io.Writer, dir string, maxBytes int) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	sort.Strings(files)
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		if len(data) > maxBytes {
+			data = data[len(data)-maxBytes:]
+		}
+		fmt.Fprintf(w, "\n===== %s (last %d bytes) =====\n%s\n", filepath.Base(file), len(data), data)
+	}
 }
 
 // Exited returns the first process that has exited, if any.
