@@ -30,10 +30,12 @@ help: ## Show this help.
 run: deps binaries ## Run the service locally: API server, PostgreSQL, Argo CD, a Git server and the three binaries.
 	go run ./tests-e2e/cmd/local-stack
 
-# The end-to-end suite (real Argo CD) and the chaos test (its short form: 200 changes) each
-# start their own stack (API server, PostgreSQL); they run one after the other, after the
-# other tests, because two stacks at once overload two cores.
+# The end-to-end suite (real Argo CD), the engine instance on a second cluster (real Argo
+# CD there) and the chaos test (its short form: 200 changes) each start their own stack
+# (API server, PostgreSQL); they run one after the other, after the other tests, because
+# two stacks at once overload two cores.
 E2E_PACKAGES := ./tests-e2e/e2e/...
+REMOTE_ENGINE_PACKAGES := ./tests-e2e/remoteengine/...
 CHAOS_PACKAGES := ./tests-e2e/chaos/...
 
 .PHONY: test
@@ -41,11 +43,12 @@ test: test-integration test-e2e ## Run every test: unit, integration, then end t
 
 .PHONY: test-integration
 test-integration: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
-	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v -e '/tests-e2e/e2e' -e '/tests-e2e/chaos')
+	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v -e '/tests-e2e/e2e' -e '/tests-e2e/remoteengine' -e '/tests-e2e/chaos')
 
 .PHONY: test-e2e
-test-e2e: deps binaries ## Run the end-to-end suite against a real Argo CD and Git server, and the short chaos test.
+test-e2e: deps binaries ## Run the end-to-end suite against a real Argo CD and Git server, an engine instance on a second cluster, and the short chaos test.
 	go test $(TEST_FLAGS) $(E2E_PACKAGES)
+	go test $(TEST_FLAGS) $(REMOTE_ENGINE_PACKAGES)
 	go test $(TEST_FLAGS) $(CHAOS_PACKAGES)
 
 # Chaos flags; e.g. `make test-chaos CHAOS_FLAGS='-chaos.seed=42'`.
