@@ -121,9 +121,23 @@ func TestADeploymentThroughAnEngineInstanceOnAnotherCluster(t *testing.T) {
 
 	tenant := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-"}}
 	g.Expect(service.Create(ctx, tenant)).To(Succeed())
-	g.Expect(s.Git.Create(tenant.Name, nil)).To(Succeed())
+	// A private repository: its credential reaches Argo CD on the engine cluster too.
+	creds := &gitserver.Credentials{Username: "deployer", Password: "s3cret-token"}
+	g.Expect(s.Git.Create(tenant.Name, creds)).To(Succeed())
 	first, err := s.Git.Commit(tenant.Name, map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "hello")}, "first")
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(service.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "git-creds", Namespace: tenant.Name},
+		Type:       v1.RepositoryCredentialSecretType,
+		StringData: map[string]string{
+			v1.RepositoryCredentialSecretUsernameKey: creds.Username,
+			v1.RepositoryCredentialSecretPasswordKey: creds.Password,
+		},
+	})).To(Succeed())
+	g.Expect(service.Create(ctx, &v1.GitOpsDeploymentRepositoryCredential{
+		ObjectMeta: metav1.ObjectMeta{Name: "private", Namespace: tenant.Name},
+		Spec:       v1.GitOpsDeploymentRepositoryCredentialSpec{Repository: s.Git.URL(tenant.Name), Secret: "git-creds"},
+	})).To(Succeed())
 
 	depl := &v1.GitOpsDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: tenant.Name},
@@ -145,6 +159,10 @@ func TestADeploymentThroughAnEngineInstanceOnAnotherCluster(t *testing.T) {
 	g.Expect(east.Client.Get(ctx, client.ObjectKey{Namespace: engineNamespace, Name: argocd.ServiceClusterSecretName}, serviceSecret)).To(Succeed())
 	g.Expect(app.Spec.Destination.Server).To(Equal(string(serviceSecret.Data["server"])))
 	g.Expect(app.Spec.Destination.Namespace).To(Equal(tenant.Name))
+	var repositories corev1.SecretList
+	g.Expect(east.Client.List(ctx, &repositories, client.InNamespace(engineNamespace),
+		client.MatchingLabels{argocd.LabelSecretType: argocd.SecretTypeRepository, argocd.LabelTenantID: app.Labels[argocd.LabelTenantID]})).To(Succeed())
+	g.Expect(repositories.Items).NotTo(BeEmpty())
 
 	t.Log("the Operation CRs went to the engine cluster only")
 	var operations v1.OperationList
