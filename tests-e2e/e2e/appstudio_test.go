@@ -46,7 +46,7 @@ var _ = Describe("An AppStudio SnapshotEnvironmentBinding", func() {
 		})
 
 		for _, component := range []string{"api", "web"} {
-			Eventually(configMap(ctx, f.Client, ns, component)).Should(HaveKeyWithValue("component", component))
+			Eventually(ConfigMapData(ctx, f.Client, ns, component)).Should(HaveKeyWithValue("component", component))
 		}
 		Eventually(Object(ctx, f.Client, binding)).Should(And(
 			HaveField("Status.GitOpsDeployments", ConsistOf(
@@ -84,7 +84,7 @@ var _ = Describe("An AppStudio SnapshotEnvironmentBinding", func() {
 			HaveField("Status.State", appstudio.PromotionRunStateComplete),
 			HaveField("Status.CompletionResult", appstudio.PromotionRunCompleteResultSuccess)))
 		for _, component := range []string{"api", "web"} {
-			Eventually(configMap(ctx, f.Client, ns, component)).Should(HaveKeyWithValue("component", component+"-2"))
+			Eventually(ConfigMapData(ctx, f.Client, ns, component)).Should(HaveKeyWithValue("component", component+"-2"))
 		}
 
 		By("a component removed from the binding: its GitOpsDeployment and resources go")

@@ -28,8 +28,8 @@ var _ = Describe("A GitOpsDeployment", func() {
 
 		Eventually(Object(ctx, f.Client, depl)).Should(And(
 			BeSyncedAndHealthy(), HaveRevision(sha), HaveResource("ConfigMap", "hello")))
-		Expect(configMap(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
-		Expect(configMap(ctx, f.Client, ns, "ignored")()).To(absent)
+		Expect(ConfigMapData(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
+		Expect(ConfigMapData(ctx, f.Client, ns, "ignored")()).To(BeAbsent())
 	})
 
 	It("follows new commits, a new path and a pinned revision", func(ctx SpecContext) {
@@ -43,24 +43,24 @@ var _ = Describe("A GitOpsDeployment", func() {
 			"app/configmap.yaml":   ConfigMap("hello", "greeting", "v2"),
 			"other/configmap.yaml": ConfigMap("other", "greeting", "elsewhere"),
 		})
-		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v2"))
+		Eventually(ConfigMapData(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v2"))
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(second)))
 
 		By("a new path: the old path's resources are pruned")
 		update(ctx, depl, false, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "other" })
-		Eventually(configMap(ctx, f.Client, ns, "other")).Should(HaveKeyWithValue("greeting", "elsewhere"))
-		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(absent)
+		Eventually(ConfigMapData(ctx, f.Client, ns, "other")).Should(HaveKeyWithValue("greeting", "elsewhere"))
+		Eventually(ConfigMapData(ctx, f.Client, ns, "hello")).Should(BeAbsent())
 
 		By("a pinned revision")
 		update(ctx, depl, false, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path, d.Spec.Source.TargetRevision = "app", first })
-		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v1"))
+		Eventually(ConfigMapData(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v1"))
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(first)))
 
 		By("another repository")
 		otherURL, otherSHA := repository(ns+"-moved", map[string]string{"app/configmap.yaml": ConfigMap("moved", "greeting", "moved")}, nil)
 		update(ctx, depl, false, func(d *v1.GitOpsDeployment) { d.Spec.Source.RepoURL, d.Spec.Source.TargetRevision = otherURL, "" })
-		Eventually(configMap(ctx, f.Client, ns, "moved")).Should(HaveKeyWithValue("greeting", "moved"))
-		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(absent)
+		Eventually(ConfigMapData(ctx, f.Client, ns, "moved")).Should(HaveKeyWithValue("greeting", "moved"))
+		Eventually(ConfigMapData(ctx, f.Client, ns, "hello")).Should(BeAbsent())
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(otherSHA)))
 	})
 
@@ -70,7 +70,7 @@ var _ = Describe("A GitOpsDeployment", func() {
 		depl.Spec.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{v1.SyncOptionCreateNamespaceTrue}}
 		Expect(f.Client.Create(ctx, depl)).To(Succeed())
 		Eventually(Object(ctx, f.Client, depl)).Should(BeSyncedAndHealthy())
-		Expect(configMap(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
+		Expect(ConfigMapData(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
 	})
 
 	It("cannot deploy cluster-scoped resources to the service's own cluster", func(ctx SpecContext) {
@@ -99,7 +99,7 @@ var _ = Describe("A GitOpsDeployment", func() {
 		app.Name, app.Namespace = argocd.ApplicationName(depl.UID), stack.EngineNamespace
 
 		Expect(f.Client.Delete(ctx, depl)).To(Succeed())
-		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(absent)
+		Eventually(ConfigMapData(ctx, f.Client, ns, "hello")).Should(BeAbsent())
 		Eventually(Gone(ctx, f.Client, depl)).Should(BeTrue())
 		Eventually(Gone(ctx, f.Client, app)).Should(BeTrue())
 	})
@@ -123,11 +123,11 @@ var _ = Describe("A GitOpsDeployment", func() {
 		depl := gitopsDeployment(ns, "typo", url, "ap", v1.GitOpsDeploymentSpecTypeAutomated)
 		Expect(f.Client.Create(ctx, depl)).To(Succeed())
 		Eventually(Object(ctx, f.Client, depl)).Should(HaveCondition(v1.GitOpsDeploymentConditionComparisonError, v1.GitOpsConditionStatusTrue))
-		Expect(configMap(ctx, f.Client, ns, "hello")()).To(absent)
+		Expect(ConfigMapData(ctx, f.Client, ns, "hello")()).To(BeAbsent())
 
 		update(ctx, depl, false, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "app" })
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(),
 			Not(HaveCondition(v1.GitOpsDeploymentConditionComparisonError, v1.GitOpsConditionStatusTrue))))
-		Expect(configMap(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
+		Expect(ConfigMapData(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
 	})
 })

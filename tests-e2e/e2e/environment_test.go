@@ -45,8 +45,8 @@ var _ = Describe("A GitOpsDeploymentManagedEnvironment", func() {
 		Expect(f.Client.Create(ctx, depl)).To(Succeed())
 
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(sha)))
-		Expect(configMap(ctx, remote.Client, "prod", "remote")()).To(HaveKeyWithValue("cluster", "prod"))
-		Expect(configMap(ctx, f.Client, ns, "remote")()).To(absent)
+		Expect(ConfigMapData(ctx, remote.Client, "prod", "remote")()).To(HaveKeyWithValue("cluster", "prod"))
+		Expect(ConfigMapData(ctx, f.Client, ns, "remote")()).To(BeAbsent())
 
 	})
 
@@ -78,7 +78,7 @@ var _ = Describe("A GitOpsDeploymentManagedEnvironment", func() {
 		Expect(f.Client.Create(ctx, depl)).To(Succeed())
 
 		Eventually(Object(ctx, f.Client, depl)).Should(BeSyncedAndHealthy())
-		Expect(configMap(ctx, remote.Client, "not-there-yet", "made")()).To(HaveKeyWithValue("by", "argo"))
+		Expect(ConfigMapData(ctx, remote.Client, "not-there-yet", "made")()).To(HaveKeyWithValue("by", "argo"))
 		Expect(remote.Client.Get(ctx, client.ObjectKey{Name: "reader-" + ns}, &rbacv1.ClusterRole{})).To(Succeed())
 	})
 })

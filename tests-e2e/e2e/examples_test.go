@@ -39,7 +39,7 @@ var _ = Describe("The examples", func() {
 		depl := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Name: objs[0].GetName(), Namespace: ns}}
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(sha),
 			HaveResource("ConfigMap", "hello"), HaveResource("Service", "hello")))
-		Expect(configMap(ctx, f.Client, ns, "hello")()).To(HaveKey("greeting"))
+		Expect(ConfigMapData(ctx, f.Client, ns, "hello")()).To(HaveKey("greeting"))
 	})
 
 	It("manual-sync.yaml deploys a manual GitOpsDeployment through a SyncRun", func(ctx SpecContext) {
@@ -47,7 +47,7 @@ var _ = Describe("The examples", func() {
 		applyExample(ctx, ns, "manual-sync.yaml", examplesRepoURL, url)
 		depl := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Name: "hello-manual", Namespace: ns}}
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(sha)))
-		Expect(configMap(ctx, f.Client, ns, "hello-manual")()).To(HaveKey("greeting"))
+		Expect(ConfigMapData(ctx, f.Client, ns, "hello-manual")()).To(HaveKey("greeting"))
 	})
 
 	It("repository-credential.yaml deploys from a private repository", func(ctx SpecContext) {
@@ -68,7 +68,7 @@ var _ = Describe("The examples", func() {
 			HaveField("Status", metav1.ConditionTrue)))))
 		depl := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Name: "hello-private", Namespace: ns}}
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(sha)))
-		Expect(configMap(ctx, f.Client, ns, "hello")()).To(HaveKey("greeting"))
+		Expect(ConfigMapData(ctx, f.Client, ns, "hello")()).To(HaveKey("greeting"))
 	})
 
 	It("managed-environment.yaml deploys to another cluster, creating the namespace", func(ctx SpecContext) {
@@ -87,7 +87,7 @@ var _ = Describe("The examples", func() {
 
 		depl := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Name: "hello-staging", Namespace: ns}}
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(sha)))
-		Expect(configMap(ctx, remote.Client, "hello-staging", "hello")()).To(HaveKey("greeting"))
+		Expect(ConfigMapData(ctx, remote.Client, "hello-staging", "hello")()).To(HaveKey("greeting"))
 	})
 
 	It("appstudio/ deploys a Snapshot's components to an Environment and promotes the next Snapshot", func(ctx SpecContext) {
@@ -99,7 +99,7 @@ var _ = Describe("The examples", func() {
 		patch, err := yaml.YAMLToJSON([]byte(strings.ReplaceAll(string(exampleFile(filepath.Join("appstudio", "binding-status.yaml"))), examplesRepoURL, url)))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(f.Client.Status().Patch(ctx, binding, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
-		Eventually(configMap(ctx, f.Client, ns, "hello-component")).Should(HaveKey("greeting"))
+		Eventually(ConfigMapData(ctx, f.Client, ns, "hello-component")).Should(HaveKey("greeting"))
 		Eventually(Object(ctx, f.Client, binding)).Should(HaveField("Status.ComponentDeploymentConditions", ContainElement(And(
 			HaveField("Type", appstudio.ComponentDeploymentConditionAllComponentsDeployed),
 			HaveField("Status", metav1.ConditionTrue)))))

@@ -38,13 +38,13 @@ var _ = Describe("Tenants", func() {
 		depl := gitopsDeployment(owner, "private", url, "app", v1.GitOpsDeploymentSpecTypeAutomated)
 		Expect(f.Client.Create(ctx, depl)).To(Succeed())
 		Eventually(Object(ctx, f.Client, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(sha)))
-		Expect(configMap(ctx, f.Client, owner, "private")()).To(HaveKeyWithValue("greeting", "secret"))
+		Expect(ConfigMapData(ctx, f.Client, owner, "private")()).To(HaveKeyWithValue("greeting", "secret"))
 
 		By("another tenant pointing at the same repository without credentials of its own")
 		theirs := gitopsDeployment(other, "private", url, "app", v1.GitOpsDeploymentSpecTypeAutomated)
 		Expect(f.Client.Create(ctx, theirs)).To(Succeed())
 		Eventually(Object(ctx, f.Client, theirs)).Should(HaveCondition(v1.GitOpsDeploymentConditionComparisonError, v1.GitOpsConditionStatusTrue))
-		Consistently(configMap(ctx, f.Client, other, "private")).Should(absent)
+		Consistently(ConfigMapData(ctx, f.Client, other, "private")).Should(BeAbsent())
 	})
 
 	It("cannot deploy into another tenant's namespace", func(ctx SpecContext) {
@@ -61,7 +61,7 @@ var _ = Describe("Tenants", func() {
 
 		// Argo CD refuses the whole sync: the resource's namespace is outside the tenant's project.
 		Eventually(Object(ctx, f.Client, depl)).ShouldNot(HaveField("Status.Sync.Status", BeEmpty()))
-		Consistently(configMap(ctx, f.Client, victim, "intrusion"), "15s").Should(absent)
+		Consistently(ConfigMapData(ctx, f.Client, victim, "intrusion"), "15s").Should(BeAbsent())
 		Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(depl), depl)).To(Succeed())
 		Expect(depl.Status.Sync.Status).NotTo(Equal(v1.SyncStatusCodeSynced))
 	})
@@ -107,7 +107,7 @@ var _ = Describe("Managed environments of two tenants on one cluster", func() {
 		ownA.Spec.Destination = v1.ApplicationDestination{Environment: "cluster", Namespace: "ns-a"}
 		Expect(f.Client.Create(ctx, ownA)).To(Succeed())
 		Eventually(Object(ctx, f.Client, ownA)).Should(And(BeSyncedAndHealthy(), HaveRevision(shaA)))
-		Expect(configMap(ctx, remote.Client, "ns-a", "from-a")()).To(HaveKeyWithValue("tenant", "a"))
+		Expect(ConfigMapData(ctx, remote.Client, "ns-a", "from-a")()).To(HaveKeyWithValue("tenant", "a"))
 
 		By("tenant A's deployment to tenant B's namespace through its own environment")
 		intrude := gitopsDeployment(tenantA, "intrude", urlA, "intrude", v1.GitOpsDeploymentSpecTypeAutomated)
@@ -121,7 +121,7 @@ var _ = Describe("Managed environments of two tenants on one cluster", func() {
 				ContainSubstring(`namespace "ns-b"`), ContainSubstring("is not managed"))))),
 			HaveField("Status.Sync.Status", v1.SyncStatusCodeUnknown)))
 		Consistently(func(g Gomega) {
-			g.Expect(configMap(ctx, remote.Client, "ns-b", "intrusion-from-a")()).To(absent)
+			g.Expect(ConfigMapData(ctx, remote.Client, "ns-b", "intrusion-from-a")()).To(BeAbsent())
 			g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(intrude), intrude)).To(Succeed())
 			g.Expect(intrude.Status.Sync.Status).NotTo(Equal(v1.SyncStatusCodeSynced))
 		}, "20s").Should(Succeed())
@@ -141,7 +141,7 @@ var _ = Describe("Managed environments of two tenants on one cluster", func() {
 			HaveCondition(v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue),
 			HaveField("Status.Conditions", ContainElement(HaveField("Message", ContainSubstring(`GitOpsDeploymentManagedEnvironment "both" is not connected`))))))
 		Consistently(func(g Gomega) {
-			g.Expect(configMap(ctx, remote.Client, "ns-b", "intrusion-from-a")()).To(absent)
+			g.Expect(ConfigMapData(ctx, remote.Client, "ns-b", "intrusion-from-a")()).To(BeAbsent())
 			g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(intrude2), intrude2)).To(Succeed())
 			g.Expect(intrude2.Status.Sync.Status).NotTo(Equal(v1.SyncStatusCodeSynced))
 		}, "10s").Should(Succeed())
@@ -152,9 +152,9 @@ var _ = Describe("Managed environments of two tenants on one cluster", func() {
 		ownB.Spec.Destination = v1.ApplicationDestination{Environment: "cluster", Namespace: "ns-b"}
 		Expect(f.Client.Create(ctx, ownB)).To(Succeed())
 		Eventually(Object(ctx, f.Client, ownB)).Should(And(BeSyncedAndHealthy(), HaveRevision(shaB)))
-		Expect(configMap(ctx, remote.Client, "ns-b", "from-b")()).To(HaveKeyWithValue("tenant", "b"))
-		Expect(configMap(ctx, remote.Client, "ns-b", "intrusion-from-a")()).To(absent)
-		Expect(configMap(ctx, remote.Client, "ns-a", "from-b")()).To(absent)
+		Expect(ConfigMapData(ctx, remote.Client, "ns-b", "from-b")()).To(HaveKeyWithValue("tenant", "b"))
+		Expect(ConfigMapData(ctx, remote.Client, "ns-b", "intrusion-from-a")()).To(BeAbsent())
+		Expect(ConfigMapData(ctx, remote.Client, "ns-a", "from-b")()).To(BeAbsent())
 	})
 })
 

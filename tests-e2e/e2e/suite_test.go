@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,18 +82,6 @@ func gitopsDeployment(namespace, name, repoURL, path string, specType v1.GitOpsD
 	}
 }
 
-// configMap returns a function for Eventually reading a ConfigMap's data ("<absent>" when
-// it does not exist).
-func configMap(ctx SpecContext, c client.Client, namespace, name string) func() map[string]string {
-	return func() map[string]string {
-		cm := &corev1.ConfigMap{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
-			return map[string]string{"<absent>": err.Error()}
-		}
-		return cm.Data
-	}
-}
-
 // update applies mutate to the latest obj and writes it (or its status), retrying when
 // a controller wrote in between.
 func update[T client.Object](ctx SpecContext, obj T, status bool, mutate func(T)) {
@@ -110,6 +97,3 @@ func update[T client.Object](ctx SpecContext, obj T, status bool, mutate func(T)
 		return f.Client.Update(ctx, obj)
 	})).To(Succeed())
 }
-
-// absent matches the result of configMap for a ConfigMap that does not exist.
-var absent = HaveKey("<absent>")

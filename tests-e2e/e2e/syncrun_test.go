@@ -18,14 +18,14 @@ var _ = Describe("A manual GitOpsDeployment", func() {
 		Expect(f.Client.Create(ctx, depl)).To(Succeed())
 
 		Eventually(Object(ctx, f.Client, depl)).Should(HaveField("Status.Sync.Status", v1.SyncStatusCodeOutOfSync))
-		Consistently(configMap(ctx, f.Client, ns, "hello")).Should(absent)
+		Consistently(ConfigMapData(ctx, f.Client, ns, "hello")).Should(BeAbsent())
 
 		run := &v1.GitOpsDeploymentSyncRun{
 			ObjectMeta: metav1.ObjectMeta{Name: "to-first", Namespace: ns},
 			Spec:       v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: "manual", RevisionID: first},
 		}
 		Expect(f.Client.Create(ctx, run)).To(Succeed())
-		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v1"))
+		Eventually(ConfigMapData(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v1"))
 		Eventually(Object(ctx, f.Client, run)).Should(HaveField("Status.Health", v1.HealthStatusCodeHealthy))
 
 		By("a second run to the newer commit")
@@ -34,6 +34,6 @@ var _ = Describe("A manual GitOpsDeployment", func() {
 			Spec:       v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: "manual", RevisionID: second},
 		}
 		Expect(f.Client.Create(ctx, run2)).To(Succeed())
-		Eventually(configMap(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v2"))
+		Eventually(ConfigMapData(ctx, f.Client, ns, "hello")).Should(HaveKeyWithValue("greeting", "v2"))
 	})
 })

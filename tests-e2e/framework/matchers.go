@@ -7,6 +7,7 @@ import (
 	"github.com/onsi/gomega"
 	"github.com/onsi/gomega/gcustom"
 	"github.com/onsi/gomega/types"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,3 +61,21 @@ func HaveResource(kind, name string) types.GomegaMatcher {
 	return gomega.HaveField("Status.Resources", gomega.ContainElement(gomega.And(
 		gomega.HaveField("Kind", kind), gomega.HaveField("Name", name))))
 }
+
+// absentKey is the one key of ConfigMapData's result for a ConfigMap that does not exist.
+const absentKey = "<absent>"
+
+// ConfigMapData returns a function for Eventually reading a ConfigMap's data; BeAbsent
+// matches its result when the ConfigMap does not exist.
+func ConfigMapData(ctx context.Context, c client.Client, namespace, name string) func() map[string]string {
+	return func() map[string]string {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
+			return map[string]string{absentKey: err.Error()}
+		}
+		return cm.Data
+	}
+}
+
+// BeAbsent matches ConfigMapData's result for a ConfigMap that does not exist.
+func BeAbsent() types.GomegaMatcher { return gomega.HaveKey(absentKey) }

@@ -7,7 +7,6 @@
 package remoteengine_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,16 +96,6 @@ func run(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
-func configMap(ctx context.Context, c client.Client, namespace, name string) func() map[string]string {
-	return func() map[string]string {
-		cm := &corev1.ConfigMap{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
-			return map[string]string{"<absent>": err.Error()}
-		}
-		return cm.Data
-	}
-}
-
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
 	os.Exit(m.Run())
@@ -150,7 +139,7 @@ func TestADeploymentThroughAnEngineInstanceOnAnotherCluster(t *testing.T) {
 
 	t.Log("Argo CD on the engine cluster deploys to the tenant's namespace on the service's cluster, and the status comes back")
 	g.Eventually(Object(ctx, service, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(first)))
-	g.Expect(configMap(ctx, service, tenant.Name, "hello")()).To(HaveKeyWithValue("greeting", "hello"))
+	g.Expect(ConfigMapData(ctx, service, tenant.Name, "hello")()).To(HaveKeyWithValue("greeting", "hello"))
 
 	t.Log("the Application is on the engine cluster, aimed at the service's cluster through the agent's cluster Secret")
 	app := &argov1alpha1.Application{}
@@ -175,10 +164,10 @@ func TestADeploymentThroughAnEngineInstanceOnAnotherCluster(t *testing.T) {
 	second, err := s.Git.Commit(tenant.Name, map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "hello again")}, "second")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(Object(ctx, service, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(second)))
-	g.Eventually(configMap(ctx, service, tenant.Name, "hello")).Should(HaveKeyWithValue("greeting", "hello again"))
+	g.Eventually(ConfigMapData(ctx, service, tenant.Name, "hello")).Should(HaveKeyWithValue("greeting", "hello again"))
 
 	t.Log("deleting the deployment prunes what it deployed and its Application")
 	g.Expect(service.Delete(ctx, depl)).To(Succeed())
-	g.Eventually(configMap(ctx, service, tenant.Name, "hello")).Should(HaveKey("<absent>"))
+	g.Eventually(ConfigMapData(ctx, service, tenant.Name, "hello")).Should(BeAbsent())
 	g.Eventually(Gone(ctx, east.Client, app)).Should(BeTrue())
 }
