@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/uptrace/bun"
@@ -180,7 +181,35 @@ func (p *Projects) deleteIfPresent(ctx context.Context, project *argov1alpha1.Ap
 	if err != nil {
 		return fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
 	}
-	return nil
+	return p.settle(ctx, project, func(_ *argov1alpha1.AppProject, found bool) bool { return !found })
+}
+
+// cacheSettleTimeout bounds settle: past it, the cache shows a later change by someone
+// else, which the next Ensure's Update meets as a conflict.
+const cacheSettleTimeout = 5 * time.Second
+
+// settle waits until the cache shows the AppProject as this Ensure left it (shows(cached,
+// found) is true). The next Ensure of the tenant may start the moment the lock is released,
+// and decides from the cache: a deletion it still saw as present would leave a project the
+// tenant needs again deleted ("up to date"), and a spec it saw as already wanted would not
+// be written back.
+func (p *Projects) settle(ctx context.Context, project *argov1alpha1.AppProject, shows func(cached *argov1alpha1.AppProject, found bool) bool) error {
+	deadline := time.Now().Add(cacheSettleTimeout)
+	for {
+		cached := &argov1alpha1.AppProject{}
+		err := p.Client.Get(ctx, client.ObjectKeyFromObject(project), cached)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("reading AppProject %s: %w", project.Name, err)
+		}
+		if shows(cached, err == nil) || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // write makes the AppProject say what want says, writing only when it does not. A project
@@ -194,7 +223,7 @@ func (p *Projects) write(ctx context.Context, want *argov1alpha1.AppProject) err
 		if err := ssa.Apply(ctx, p.Client, want); err != nil {
 			return fmt.Errorf("applying AppProject %s: %w", want.Name, err)
 		}
-		return nil
+		return p.settle(ctx, want, func(_ *argov1alpha1.AppProject, found bool) bool { return found })
 	case err != nil:
 		return fmt.Errorf("reading AppProject %s: %w", want.Name, err)
 	case upToDate(have, want):
@@ -216,7 +245,9 @@ func (p *Projects) write(ctx context.Context, want *argov1alpha1.AppProject) err
 	if err := p.Client.Update(ctx, have, client.FieldOwner(argocd.FieldManager)); err != nil {
 		return fmt.Errorf("updating AppProject %s: %w", want.Name, err)
 	}
-	return nil
+	return p.settle(ctx, have, func(cached *argov1alpha1.AppProject, found bool) bool {
+		return found && cached.ResourceVersion == have.ResourceVersion
+	})
 }
 
 // upToDate reports whether the AppProject already says what want says, so that an
