@@ -16,6 +16,7 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/uptrace/bun"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -146,7 +147,14 @@ func (r *Reconciler) revertDrift(ctx context.Context, app *argov1alpha1.Applicat
 	if equality.Semantic.DeepEqual(want.Spec, app.Spec) {
 		return nil
 	}
+	// Only the Application read: one deleted or released since (its row moved or went
+	// after it was read) must not be created again, and one changed since is read afresh
+	// when its event comes. The API server answers Conflict to both.
+	want.UID, want.ResourceVersion = app.UID, app.ResourceVersion
 	if err := ssa.Apply(ctx, r.Client, want); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil
+		}
 		return fmt.Errorf("reverting a change of Argo CD Application %s: %w", app.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Reverted a change of an Argo CD Application made outside the service", "application", app.Name)
