@@ -96,6 +96,15 @@ func TestManagedEnvironmentAndRepositoryCredentialSecrets(t *testing.T) {
 		g.Expect(string(secret.Data["password"])).To(Equal(repoPasswd))
 	}
 
+	// An ownerless operation (the sweep's, for Secrets it found without a row here, before
+	// the credential moved back) leaves the Secrets of a credential served here alone.
+	op = e.completed(e.signal(db.OperationResourceRepositoryCredential, cred.ID, "").ID)
+	g.Expect(op.HumanReadableState).To(ContainSubstring("kept"))
+	for _, name := range []string{argocd.RepositorySecretName(cred.ID), argocd.RemoteRepositorySecretName(cred.ID)} {
+		_, err = e.secret(name)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+
 	// Rows deleted: Secrets deleted; the AppProject with nothing left goes too.
 	g.Expect(e.store.DeleteManagedEnvironment(e.ctx, e.db, tenant.ID, env.ID)).To(Succeed())
 	e.completed(e.signal(db.OperationResourceManagedEnvironment, env.ID, tenant.ID).ID)

@@ -34,6 +34,7 @@ type Store interface {
 	GetManagedEnvironmentCredentials(ctx context.Context, idb bun.IDB, tenantID, envID string) (*db.ClusterCredentials, error)
 	GetRepositoryCredential(ctx context.Context, idb bun.IDB, tenantID, id string) (*db.RepositoryCredential, error)
 	TenantServedBy(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (bool, error)
+	ExistingRepositoryCredentialIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
 }
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create;update;patch;delete
@@ -209,6 +210,16 @@ func (r *Repositories) Handle(ctx context.Context, t operation.Target) (operatio
 		return operation.Completed(fmt.Sprintf("repository Secrets %s deleted: %s", strings.Join(names, " and "), why)), nil
 	}
 	if t.TenantID == "" {
+		// An orphan the sweep found: the credential had no row on this instance then. It
+		// may have moved back since, and its own operation applied the Secrets again.
+		back, err := r.Store.ExistingRepositoryCredentialIDs(ctx, r.DB, r.Identity.InstanceID, []string{t.ResourceID})
+		if err != nil {
+			return operation.Outcome{}, fmt.Errorf("checking whether the repository credential is served here: %w", err)
+		}
+		if back[t.ResourceID] {
+			return operation.Completed(fmt.Sprintf("repository Secrets %s kept: the repository credential is served by this engine instance",
+				strings.Join(names, " and "))), nil
+		}
 		return remove("the repository credential no longer exists")
 	}
 	defer r.Tenants.Lock(t.TenantID)()
