@@ -125,7 +125,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("recording the state of application %s: %w", st.ApplicationID, err)
 	}
-	if err := r.revertDrift(ctx, app, row); err != nil {
+	stale, err := r.revertDrift(ctx, app, row)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if changed {
@@ -134,32 +135,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.V(1).Info("Recorded application state", "applicationID", st.ApplicationID,
 			"health", st.Health, "syncStatus", st.SyncStatus, "revision", st.Revision)
 	}
+	if stale {
+		// Its next event may not pass the predicates (a status-only write), so it is
+		// read again here.
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
 	return ctrl.Result{}, nil
 }
 
+// staleRetry is how soon an Application that changed or went since it was read is read
+// again.
+const staleRetry = 200 * time.Millisecond
+
 // revertDrift applies the row's spec again when the Application's differs from it (someone
-// edited the Application by hand): the database is the source of truth.
-func (r *Reconciler) revertDrift(ctx context.Context, app *argov1alpha1.Application, row *db.Application) error {
+// edited the Application by hand): the database is the source of truth. It reports stale
+// when the Application changed or went since app was read: it must be read again.
+func (r *Reconciler) revertDrift(ctx context.Context, app *argov1alpha1.Application, row *db.Application) (stale bool, err error) {
 	if !app.DeletionTimestamp.IsZero() {
-		return nil
+		return false, nil
 	}
 	want := r.Identity.Application(row.Name, row.ID, row.TenantID, row.Spec)
 	if equality.Semantic.DeepEqual(want.Spec, app.Spec) {
-		return nil
+		return false, nil
 	}
 	// Only the Application read: one deleted or released since (its row moved or went
-	// after it was read) must not be created again, and one changed since is read afresh
-	// when its event comes. The API server answers Conflict to both.
+	// after it was read) must not be created again, and one changed since must not be
+	// overwritten with what was decided from the old one. The API server answers Conflict
+	// to both.
 	want.UID, want.ResourceVersion = app.UID, app.ResourceVersion
 	if err := ssa.Apply(ctx, r.Client, want); err != nil {
 		if apierrors.IsConflict(err) {
-			return nil
+			return true, nil
 		}
-		return fmt.Errorf("reverting a change of Argo CD Application %s: %w", app.Name, err)
+		return false, fmt.Errorf("reverting a change of Argo CD Application %s: %w", app.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Reverted a change of an Argo CD Application made outside the service", "application", app.Name)
 	agentmetrics.DriftReverted.Inc()
-	return nil
+	return false, nil
 }
 
 // State is what the service records of an Application's status.

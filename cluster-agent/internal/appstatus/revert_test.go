@@ -53,7 +53,9 @@ func TestRevertDriftPutsBackTheRowsSpec(t *testing.T) {
 	r := &Reconciler{Client: cp.Client, Identity: engine.Identity{Namespace: cp.NewNamespace(t, "argocd-")}}
 	row, read := driftedApplication(t, r, "gitopsdepl-reverted")
 
-	g.Expect(r.revertDrift(ctx, read, row)).To(Succeed())
+	stale, err := r.revertDrift(ctx, read, row)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stale).To(BeFalse())
 	live := &argov1alpha1.Application{}
 	g.Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(read), live)).To(Succeed())
 	g.Expect(live.Spec.Source.Path).To(Equal("app"))
@@ -70,12 +72,14 @@ func TestRevertDriftNeverRecreatesAnApplicationThatWent(t *testing.T) {
 	g.Expect(cp.Client.Update(ctx, gone)).To(Succeed())
 	g.Expect(cp.Client.Delete(ctx, gone)).To(Succeed())
 
-	g.Expect(r.revertDrift(ctx, read, row)).To(Succeed())
-	err := cp.Client.Get(ctx, client.ObjectKeyFromObject(read), &argov1alpha1.Application{})
+	stale, err := r.revertDrift(ctx, read, row)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stale).To(BeTrue(), "the reconciler reads it again, and finds it gone")
+	err = cp.Client.Get(ctx, client.ObjectKeyFromObject(read), &argov1alpha1.Application{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Application was created again: %v", err)
 }
 
-func TestRevertDriftLeavesAnApplicationChangedSinceToItsNextEvent(t *testing.T) {
+func TestRevertDriftReadsAnApplicationChangedSinceAgain(t *testing.T) {
 	g, ctx := NewWithT(t), context.Background()
 	r := &Reconciler{Client: cp.Client, Identity: engine.Identity{Namespace: cp.NewNamespace(t, "argocd-")}}
 	row, read := driftedApplication(t, r, "gitopsdepl-changed")
@@ -84,7 +88,9 @@ func TestRevertDriftLeavesAnApplicationChangedSinceToItsNextEvent(t *testing.T) 
 	newer.Spec.Source.Path = "changed-again"
 	g.Expect(cp.Client.Update(ctx, newer)).To(Succeed())
 
-	g.Expect(r.revertDrift(ctx, read, row)).To(Succeed())
+	stale, err := r.revertDrift(ctx, read, row)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stale).To(BeTrue(), "the reconciler reads it again, and reverts the newer change then")
 	live := &argov1alpha1.Application{}
 	g.Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(read), live)).To(Succeed())
 	g.Expect(live.Spec.Source.Path).To(Equal("changed-again"), "a stale read was applied")
