@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
@@ -171,7 +172,8 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 // their two projects, and a delete call per operation would cost an API request each.
 // One created so recently that the cache misses it is left to the sweep.
 func (p *Projects) deleteIfPresent(ctx context.Context, project *argov1alpha1.AppProject) error {
-	err := p.Client.Get(ctx, client.ObjectKeyFromObject(project), &argov1alpha1.AppProject{})
+	present := &argov1alpha1.AppProject{}
+	err := p.Client.Get(ctx, client.ObjectKeyFromObject(project), present)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -181,11 +183,13 @@ func (p *Projects) deleteIfPresent(ctx context.Context, project *argov1alpha1.Ap
 	if err != nil {
 		return fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
 	}
-	return p.settle(ctx, project, func(_ *argov1alpha1.AppProject, found bool) bool { return !found })
+	return p.settle(ctx, project, func(cached *argov1alpha1.AppProject, found bool) bool {
+		return !found || cached.UID != present.UID || !cached.DeletionTimestamp.IsZero()
+	})
 }
 
-// cacheSettleTimeout bounds settle: past it, the cache shows a later change by someone
-// else, which the next Ensure's Update meets as a conflict.
+// cacheSettleTimeout bounds settle. The cache lags by milliseconds; one that does not
+// catch up in time is left to the next Ensure and, failing it, to the sweep.
 const cacheSettleTimeout = 5 * time.Second
 
 // settle waits until the cache shows the AppProject as this Ensure left it (shows(cached,
@@ -201,7 +205,12 @@ func (p *Projects) settle(ctx context.Context, project *argov1alpha1.AppProject,
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("reading AppProject %s: %w", project.Name, err)
 		}
-		if shows(cached, err == nil) || time.Now().After(deadline) {
+		if shows(cached, err == nil) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			ctrl.LoggerFrom(ctx).Info("The cache did not show an AppProject change in time", "appProject", project.Name,
+				"timeout", cacheSettleTimeout)
 			return nil
 		}
 		select {
@@ -242,11 +251,13 @@ func (p *Projects) write(ctx context.Context, want *argov1alpha1.AppProject) err
 	for k, v := range want.Annotations {
 		have.Annotations[k] = v
 	}
+	before := have.ResourceVersion
 	if err := p.Client.Update(ctx, have, client.FieldOwner(argocd.FieldManager)); err != nil {
 		return fmt.Errorf("updating AppProject %s: %w", want.Name, err)
 	}
+	// This write, or a later one by someone else: either way no longer the version read.
 	return p.settle(ctx, have, func(cached *argov1alpha1.AppProject, found bool) bool {
-		return found && cached.ResourceVersion == have.ResourceVersion
+		return !found || cached.ResourceVersion != before
 	})
 }
 
