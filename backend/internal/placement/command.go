@@ -36,8 +36,10 @@ const MaxWeight = 10000
 const Usage = `usage: backend engine-instances VERB [flags] [args]
 
   list                                            list engine instances with their tenant counts
-                                                  and how the backend reaches their cluster
-                                                  (in-cluster or stored-credentials)
+                                                  and how the backend reaches their cluster:
+                                                  stored-credentials, or in-cluster (none stored:
+                                                  reached only if it is the backend's own
+                                                  --engine-cluster)
   register --namespace NS [--cluster C] [--weight W] [--namespace-uid UID] [--kubeconfig F]
                                                   register the instance in namespace NS of engine
                                                   cluster C (idempotent); prints its id

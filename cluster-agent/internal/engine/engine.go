@@ -114,8 +114,8 @@ func Register(ctx context.Context, reader client.Reader, idb bun.IDB, store Stor
 			return fmt.Errorf("registering engine cluster %q: %w", opts.ClusterName, err)
 		}
 		if id.ServiceClusterAPIURL != "" && cluster.ClusterCredentialsID == "" {
-			// Without them the backend takes the cluster for its own and creates this
-			// instance's Operation CRs there. Rolled back: nothing is registered.
+			// Without them the backend cannot signal this instance, and tenants placed on it
+			// would wait. Rolled back: nothing is registered.
 			return fmt.Errorf("engine cluster %q is not the service's cluster, but the backend has no credentials for it: "+
 				"run `backend engine-instances set-cluster-credentials --cluster %s --kubeconfig ...` first", opts.ClusterName, opts.ClusterName)
 		}
