@@ -62,16 +62,21 @@ func HaveResource(kind, name string) types.GomegaMatcher {
 		gomega.HaveField("Kind", kind), gomega.HaveField("Name", name))))
 }
 
-// absentKey is the one key of ConfigMapData's result for a ConfigMap that does not exist.
-const absentKey = "<absent>"
+// absentKey is the one key of ConfigMapData's result for a ConfigMap that does not exist,
+// and errorKey for one that could not be read.
+const absentKey, errorKey = "<absent>", "<error>"
 
 // ConfigMapData returns a function for Eventually reading a ConfigMap's data; BeAbsent
-// matches its result when the ConfigMap does not exist.
+// matches its result when the ConfigMap does not exist (not when it could not be read).
 func ConfigMapData(ctx context.Context, c client.Client, namespace, name string) func() map[string]string {
 	return func() map[string]string {
 		cm := &corev1.ConfigMap{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm)
+		switch {
+		case apierrors.IsNotFound(err):
 			return map[string]string{absentKey: err.Error()}
+		case err != nil:
+			return map[string]string{errorKey: err.Error()}
 		}
 		return cm.Data
 	}

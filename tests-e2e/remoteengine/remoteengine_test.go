@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/go-logr/logr"
@@ -65,7 +66,7 @@ func startService(t *testing.T) (*stack.Stack, *testenv.ControlPlane) {
 	t.Log("engine cluster: starting kube-apiserver, etcd, Argo CD and the cluster-agent")
 	east, err := testenv.StartControlPlane(testenv.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = east.Stop() }) // before the stack's: the agent has stopped by then
+	t.Cleanup(func() { _ = east.Stop() })
 	g.Expect(east.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: engineNamespace}})).To(Succeed())
 	g.Expect(stack.InstallArgoCD(ctx, east.Client, engineNamespace)).To(Succeed())
 	argo, err := stack.StartArgoCD(ctx, stack.ArgoCDOptions{
@@ -80,9 +81,12 @@ func startService(t *testing.T) (*stack.Stack, *testenv.ControlPlane) {
 	run(t, filepath.Join(s.BinDir, "backend"), "engine-instances", "set-cluster-credentials",
 		"--cluster="+engineCluster, "--kubeconfig="+east.KubeconfigPath, "--credentials-keys-file="+s.KeysFile,
 		"--database-url="+s.DatabaseURL, "--database-allow-insecure")
-	g.Expect(s.StartInstance(ctx, "cluster-agent-"+engineCluster, "cluster-agent", east.KubeconfigPath,
+	agent := "cluster-agent-" + engineCluster
+	g.Expect(s.StartInstance(ctx, agent, "cluster-agent", east.KubeconfigPath,
 		"--engine-namespace="+engineNamespace, "--engine-cluster="+engineCluster,
 		"--service-cluster-kubeconfig="+s.Kubeconfig)).To(Succeed())
+	// Cleanups run last first: the agent stops before its API server and Argo CD.
+	t.Cleanup(func() { _ = s.Processes[agent].Stop(10 * time.Second) })
 	return s, east
 }
 
@@ -153,12 +157,15 @@ func TestADeploymentThroughAnEngineInstanceOnAnotherCluster(t *testing.T) {
 		client.MatchingLabels{argocd.LabelSecretType: argocd.SecretTypeRepository, argocd.LabelTenantID: app.Labels[argocd.LabelTenantID]})).To(Succeed())
 	g.Expect(repositories.Items).NotTo(BeEmpty())
 
-	t.Log("the Operation CRs went to the engine cluster only")
+	t.Log("the Operation CRs and the Application exist on the engine cluster only")
 	var operations v1.OperationList
 	g.Expect(east.Client.List(ctx, &operations, client.InNamespace(engineNamespace))).To(Succeed())
 	g.Expect(operations.Items).NotTo(BeEmpty())
 	g.Expect(service.List(ctx, &operations)).To(Succeed())
 	g.Expect(operations.Items).To(BeEmpty())
+	var applications argov1alpha1.ApplicationList
+	g.Expect(service.List(ctx, &applications)).To(Succeed())
+	g.Expect(applications.Items).To(BeEmpty())
 
 	t.Log("a new commit is deployed")
 	second, err := s.Git.Commit(tenant.Name, map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "hello again")}, "second")

@@ -42,6 +42,8 @@ type ArgoCD struct {
 	Redis, RepoServer, Controller *testenv.Process
 	// ControllerMetricsAddr serves the controller's /metrics and /healthz.
 	ControllerMetricsAddr string
+	// sockDir holds the repo server's askpass socket (short path), removed by Stop.
+	sockDir string
 }
 
 // ArgoCDBinDir is where hack/build-binaries.sh puts the Argo CD binary under its role names.
@@ -107,11 +109,6 @@ func StartArgoCD(ctx context.Context, opts ArgoCDOptions) (a *ArgoCD, err error)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, err
 	}
-	// A unix socket path must stay short; the log directory may be deep.
-	sockDir, err := os.MkdirTemp("", "argocd-askpass-")
-	if err != nil {
-		return nil, err
-	}
 	tlsData := filepath.Join(work, "tls")
 	if err := os.MkdirAll(tlsData, 0o755); err != nil {
 		return nil, err
@@ -121,13 +118,15 @@ func StartArgoCD(ctx context.Context, opts ArgoCDOptions) (a *ArgoCD, err error)
 			return nil, err
 		}
 	}
-	a = &ArgoCD{}
+	// A unix socket path must stay short; the log directory may be deep.
+	sockDir, err := os.MkdirTemp("", "argocd-askpass-")
+	if err != nil {
+		return nil, err
+	}
+	a = &ArgoCD{sockDir: sockDir}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, a.Stop())
-		}
-		if err != nil || a == nil {
-			_ = os.RemoveAll(sockDir)
 		}
 	}()
 
@@ -189,6 +188,9 @@ func (a *ArgoCD) Stop() error {
 		if p != nil {
 			_ = p.Stop(5 * time.Second)
 		}
+	}
+	if a.sockDir != "" {
+		_ = os.RemoveAll(a.sockDir)
 	}
 	return nil
 }

@@ -121,8 +121,9 @@ func (s *Stack) StartBinaryWithEnv(ctx context.Context, name string, env ...stri
 }
 
 // StartInstance starts one more process of a binary of BinDir (say, a second cluster-agent)
-// under its own name, against the cluster of kubeconfig, with the stack's database and
-// keyring flags followed by args; its log is LogDir/name.log and Stop stops it.
+// under its own name, against the cluster of kubeconfig, with the flags the stack gives that
+// binary (database, keyring, the stack's engine namespace) followed by args, which override
+// them; its log is LogDir/name.log and Stop stops it.
 func (s *Stack) StartInstance(ctx context.Context, name, binary, kubeconfig string, args ...string) error {
 	if _, ok := s.launches[name]; ok {
 		return fmt.Errorf("%s is already a process of this stack", name)
