@@ -16,7 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// StaleRetry is how soon a reconcile whose status patch met a newer object runs again.
+// StaleRetry is how soon a reconcile whose write (a status patch, or any write with an
+// optimistic lock) met a newer object runs again, to read it afresh.
 const StaleRetry = 200 * time.Millisecond
 
 // Errors of Patch that are not failures.

@@ -27,6 +27,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	agentmetrics "github.com/gitops-service/gitops-service/cluster-agent/internal/metrics"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
@@ -138,14 +139,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if stale {
 		// Its next event may not pass the predicates (a status-only write), so it is
 		// read again here.
-		return ctrl.Result{RequeueAfter: staleRetry}, nil
+		return ctrl.Result{RequeueAfter: statuspatch.StaleRetry}, nil
 	}
 	return ctrl.Result{}, nil
 }
-
-// staleRetry is how soon an Application that changed or went since it was read is read
-// again.
-const staleRetry = 200 * time.Millisecond
 
 // revertDrift applies the row's spec again when the Application's differs from it (someone
 // edited the Application by hand): the database is the source of truth. It reports stale
