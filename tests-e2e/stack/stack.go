@@ -128,16 +128,23 @@ func (s *Stack) StartInstance(ctx context.Context, name, binary, kubeconfig stri
 	if _, ok := s.launches[name]; ok {
 		return fmt.Errorf("%s is already a process of this stack", name)
 	}
+	l := s.newLaunch(name, binary)
+	l.args, l.kubeconfig = append(l.args, args...), kubeconfig
+	s.launches[name] = l
+	return s.StartBinary(ctx, name)
+}
+
+// newLaunch is how process name of binary starts on the stack: its own metrics and probe
+// addresses, then the flags the stack gives binary.
+func (s *Stack) newLaunch(name, binary string) launch {
 	metrics, probes := freeAddr(), freeAddr()
 	s.MetricsAddr[name] = metrics
-	s.launches[name] = launch{
+	return launch{
 		path: filepath.Join(s.BinDir, binary),
-		args: append(append([]string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes},
-			defaultArgs(binary, s.DatabaseURL, s.KeysFile)...), args...),
-		probes:     probes,
-		kubeconfig: kubeconfig,
+		args: append([]string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes},
+			defaultArgs(binary, s.DatabaseURL, s.KeysFile)...),
+		probes: probes,
 	}
-	return s.StartBinary(ctx, name)
 }
 
 // CrashBinary kills a binary with SIGKILL, as a crash would.
@@ -173,9 +180,8 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	}()
 
 	progress("building " + fmt.Sprint(binaries))
-	bins := filepath.Join(dir, "bin")
-	s.BinDir = bins
-	if err := Build(ctx, bins, binaries...); err != nil {
+	s.BinDir = filepath.Join(dir, "bin")
+	if err := Build(ctx, s.BinDir, binaries...); err != nil {
 		return s, err
 	}
 	progress("starting kube-apiserver, etcd and kube-controller-manager")
@@ -233,12 +239,8 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	s.KeysFile = keys
 	for _, name := range binaries {
 		progress("starting " + name)
-		metrics, probes := freeAddr(), freeAddr()
-		s.MetricsAddr[name] = metrics
-		args := append([]string{
-			"--metrics-bind-address=" + metrics,
-			"--health-probe-bind-address=" + probes,
-		}, defaultArgs(name, s.DatabaseURL, keys)...)
+		l := s.newLaunch(name, name)
+		args := l.args
 		if name == "backend" && gitCA != "" {
 			args = append(args, "--repository-ca-file="+gitCA)
 		}
@@ -246,7 +248,6 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 			// Provisioned DeploymentTargets point at this API server, as Argo CD reaches it.
 			args = append(args, "--namespace-provisioner-api-url="+s.ControlPlane.Config.Host)
 		}
-		l := launch{path: filepath.Join(bins, name), probes: probes}
 		if opts.LeastPrivilege {
 			sa, kubeconfig, err := grantLeastPrivilege(ctx, s.ControlPlane, dir, name)
 			if err != nil {
