@@ -18,14 +18,7 @@ import (
 var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) {
-	var err error
-	if cp, err = testenv.StartControlPlane(testenv.Options{WithoutServiceCRDs: true, WithoutArgoCDCRDs: true}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = cp.Stop()
-	os.Exit(code)
+	os.Exit(testenv.Main(testenv.Options{WithoutServiceCRDs: true, WithoutArgoCDCRDs: true}, &cp, m.Run))
 }
 
 func TestPatchTellsAStaleCopyFromAFailure(t *testing.T) {

@@ -132,6 +132,19 @@ func (cp *ControlPlane) Stop() error {
 	return errors.Join(errs...)
 }
 
+// Main is the TestMain of a package whose tests share one control plane: it starts one
+// with opts into *cp, runs the tests (run: m.Run, or dbtest.Main for tests with a
+// database too), stops it and returns the exit code.
+func Main(opts Options, cp **ControlPlane, run func() int) int {
+	var err error
+	if *cp, err = StartControlPlane(opts); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
+		return 1
+	}
+	defer func() { _ = (*cp).Stop() }()
+	return run()
+}
+
 func (cp *ControlPlane) stopAfter(err error) error {
 	return errors.Join(err, cp.Stop())
 }

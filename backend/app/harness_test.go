@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,16 +22,9 @@ import (
 var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) {
-	var err error
-	if cp, err = testenv.StartControlPlane(testenv.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	// Unreachable clusters are retried within the tests' patience.
 	managedenv.TransientRetry = 2 * time.Second
-	code := dbtest.Main(m)
-	_ = cp.Stop()
-	os.Exit(code)
+	os.Exit(testenv.Main(testenv.Options{}, &cp, func() int { return dbtest.Main(m) }))
 }
 
 // harness is a running backend with its own database, tenant namespace and engine namespace.

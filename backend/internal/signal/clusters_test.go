@@ -1,7 +1,6 @@
 package signal_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -20,14 +19,7 @@ import (
 var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) {
-	var err error
-	if cp, err = testenv.StartControlPlane(testenv.Options{WithoutArgoCDCRDs: true}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := dbtest.Main(m)
-	_ = cp.Stop()
-	os.Exit(code)
+	os.Exit(testenv.Main(testenv.Options{WithoutArgoCDCRDs: true}, &cp, func() int { return dbtest.Main(m) }))
 }
 
 func newStore(t *testing.T) *db.Store {

@@ -2,7 +2,6 @@ package appstatus
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -21,14 +20,7 @@ import (
 var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) {
-	var err error
-	if cp, err = testenv.StartControlPlane(testenv.Options{WithoutServiceCRDs: true}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = cp.Stop()
-	os.Exit(code)
+	os.Exit(testenv.Main(testenv.Options{WithoutServiceCRDs: true}, &cp, m.Run))
 }
 
 // driftedApplication applies a row's Application, then edits its spec by hand, and
