@@ -6,6 +6,7 @@
 //	backend migrate [flags]       apply (or with --down N, revert) database migrations
 //	backend rotate-keys [flags]   re-encrypt credentials with the primary key
 //	backend engine-instances ...  list, register, weigh, drain, deregister and simulate engine instances
+//	backend version               print the version, Git commit and Go version
 package main
 
 import (
@@ -24,7 +25,7 @@ func main() {
 		opts := &app.Options{}
 		err = manageropts.Command{
 			Name:        "backend",
-			Summary:     "Reconciles GitOpsDeployments, SyncRuns, ManagedEnvironments and RepositoryCredentials into the database.\nSubcommands: migrate, rotate-keys, engine-instances (see `backend migrate --help`).",
+			Summary:     "Reconciles GitOpsDeployments, SyncRuns, ManagedEnvironments and RepositoryCredentials into the database.\nSubcommands: migrate, rotate-keys, engine-instances (see `backend migrate --help`), version.",
 			MetricsAddr: ":8080",
 			ProbeAddr:   ":8081",
 			BindFlags:   opts.BindFlags,

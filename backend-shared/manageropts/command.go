@@ -8,7 +8,9 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/gitops-service/gitops-service/backend-shared/buildinfo"
 	"github.com/gitops-service/gitops-service/backend-shared/scheme"
 )
 
@@ -29,11 +31,16 @@ type Command struct {
 }
 
 // Run parses args and runs the manager until SIGTERM/SIGINT, then shuts down gracefully.
+// `version` as the only argument prints the build instead.
 func (c Command) Run(args []string) error {
+	if len(args) == 1 && args[0] == "version" {
+		_, err := fmt.Print(buildinfo.Get())
+		return err
+	}
 	opts := New(c.Name, c.MetricsAddr, c.ProbeAddr)
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	fs.Usage = func() {
-		_, _ = fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n\n%s\n\nFlags:\n", c.Name, c.Summary)
+		_, _ = fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n       %s version\n\n%s\n\nFlags:\n", c.Name, c.Name, c.Summary)
 		fs.PrintDefaults()
 	}
 	opts.BindFlags(fs)
@@ -66,6 +73,10 @@ func (c Command) Run(args []string) error {
 	if err := AddProbes(mgr); err != nil {
 		return err
 	}
+	if err := metrics.Registry.Register(buildinfo.NewCollector(c.Name)); err != nil {
+		return fmt.Errorf("registering the build info metric: %w", err)
+	}
+	log.Info("build", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit)
 	ctx := ctrl.SetupSignalHandler()
 	if c.Setup != nil {
 		if err := c.Setup(ctx, mgr, log); err != nil {
