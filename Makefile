@@ -39,7 +39,7 @@ REMOTE_ENGINE_PACKAGES := ./tests-e2e/remoteengine/...
 CHAOS_PACKAGES := ./tests-e2e/chaos/...
 
 .PHONY: test
-test: test-integration test-e2e ## Run every test: unit, integration, then end to end.
+test: test-integration test-images test-e2e ## Run every test: unit, integration, images, then end to end.
 
 .PHONY: test-integration
 test-integration: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
@@ -86,6 +86,63 @@ build: ## Build the three binaries into bin/, each with GOWORK=off as a release 
 	@mkdir -p bin
 	for m in backend cluster-agent appstudio-controller; do (cd $$m && GOWORK=off go build -o ../bin/$$m .); done
 
+##@ One-node cluster
+
+CLUSTER_TOOL := $(CURDIR)/bin/tools/cluster
+CLUSTER_FLAGS ?=
+
+.PHONY: cluster-tool
+cluster-tool:
+	go build -o $(CLUSTER_TOOL) ./tests-e2e/cmd/cluster
+
+.PHONY: node-images
+node-images: images-tool
+	$(IMAGES_TOOL) pause -out .local/node-images/pause.tar
+
+.PHONY: cluster
+cluster: deps binaries node-images cluster-tool ## Start a one-node cluster (kubelet, containerd, kube-proxy) in a network namespace of its own; then export KUBECONFIG=.local/cluster/kubeconfig.
+	$(CLUSTER_TOOL) up -kube-dir "$$(hack/build-binaries.sh --kube-dir)" -etcd "$$(hack/build-binaries.sh --assets-dir)/etcd" $(CLUSTER_FLAGS)
+
+.PHONY: cluster-down
+cluster-down: cluster-tool ## Stop the one-node cluster and remove everything it made (processes, namespaces, iptables rules, mounts, state).
+	$(CLUSTER_TOOL) down $(CLUSTER_FLAGS)
+
+##@ Images and releases
+
+# The version stamped into images and binaries; a release sets it (make release VERSION=v0.1.0).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The commit's time: every timestamp in the images, so that a commit always gives the same digests.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# Where make push and make release publish the images: each binary goes to $(IMAGE_REPO)/<binary>.
+IMAGE_REPO ?= ghcr.io/gitops-service
+PLATFORMS ?= linux/amd64,linux/arm64
+IMAGES_DIR ?= .local/images
+IMAGES_TOOL := $(CURDIR)/bin/tools/images
+
+.PHONY: images-tool
+images-tool:
+	cd hack/images && GOWORK=off go build -o $(IMAGES_TOOL) .
+
+.PHONY: images
+images: deps images-tool ## Build the images of the three binaries into an OCI layout ($(IMAGES_DIR)), for $(PLATFORMS).
+	$(IMAGES_TOOL) build -out $(IMAGES_DIR) -version $(VERSION) -commit $(COMMIT) -created $(SOURCE_DATE_EPOCH) -platforms $(PLATFORMS) -sbom-dir $(IMAGES_DIR)/sbom
+
+.PHONY: push
+push: images-tool ## Push the images of $(IMAGES_DIR) with their SBOMs to $(IMAGE_REPO)/<binary>:$(VERSION).
+	$(IMAGES_TOOL) push -layout $(IMAGES_DIR) -repo $(IMAGE_REPO) -tag $(VERSION)
+
+.PHONY: release
+release: deps images-tool ## Build a release: images in dist/images and dist/install.yaml pinned to $(IMAGE_REPO) by digest (make release VERSION=v0.1.0).
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]] || { echo "make release: VERSION=$(VERSION) is not vX.Y.Z" >&2; exit 2; }
+	$(IMAGES_TOOL) build -out dist/images -version $(VERSION) -commit $(COMMIT) -created $(SOURCE_DATE_EPOCH) -platforms $(PLATFORMS) -sbom-dir dist/images/sbom
+	$(IMAGES_TOOL) release -layout dist/images -repo $(IMAGE_REPO) -out dist/install.yaml
+	@echo "dist/install.yaml and dist/images are ready; publish with: make push IMAGES_DIR=dist/images IMAGE_REPO=$(IMAGE_REPO) VERSION=$(VERSION)"
+
+.PHONY: test-images
+test-images: deps ## Test the image build: reproducible digests, contents, SBOMs, push to a registry, release rendering.
+	cd hack/images && GOWORK=off go test $(TEST_FLAGS) ./...
+
 ##@ Generate and verify
 
 .PHONY: tools
@@ -115,12 +172,13 @@ fmt: ## gofmt every module.
 .PHONY: tidy
 tidy: ## go mod tidy every module and sync Argo CD's replace lines.
 	hack/sync-replaces.sh
-	for m in $(MODULES) hack/tools hack/kube-binaries hack/etcd; do (cd $$m && GOWORK=off go mod tidy); done
+	for m in $(MODULES) hack/tools hack/kube-binaries hack/etcd hack/images; do (cd $$m && GOWORK=off go mod tidy); done
 
 .PHONY: lint
 lint: tools ## go vet and golangci-lint every module.
 	go vet $(PACKAGES)
-	status=0; for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || status=1; done; exit $$status
+	status=0; for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || status=1; done; \
+	(cd hack/images && GOWORK=off go vet ./... && GOWORK=off $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || status=1; exit $$status
 
 .PHONY: vulncheck
 vulncheck: tools ## govulncheck every module against the Go vulnerability database ($$GOVULNDB, default https://vuln.go.dev).
@@ -132,4 +190,4 @@ verify: ## Fail when generated files are stale, code is unformatted, go.mod file
 
 .PHONY: clean
 clean: ## Remove build output (the binary cache stays; see hack/build-binaries.sh).
-	rm -rf bin
+	rm -rf bin dist $(IMAGES_DIR)
