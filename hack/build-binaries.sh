@@ -7,6 +7,7 @@
 # Usage: hack/build-binaries.sh [kube|etcd|argocd|all]   (default: all)
 #        hack/build-binaries.sh --assets-dir               print the envtest assets directory
 #        hack/build-binaries.sh --argocd-dir               print the Argo CD directory
+#        hack/build-binaries.sh --kube-dir                 print the Kubernetes binaries' directory
 # Progress goes to stderr. After building, $cache/envtest-assets holds links to kube-apiserver,
 # kube-controller-manager and etcd: point KUBEBUILDER_ASSETS at it (the Makefile does), and
 # $cache/argocd holds the Argo CD binary under each of its role names (ARGOCD_BIN_DIR).
@@ -53,7 +54,9 @@ kube_ldflags() {
   printf -- '-s -w%s' "$x"
 }
 
-build_kube() { build kube hack/kube-binaries "$(kube_ldflags)" ./cmd/kube-apiserver ./cmd/kube-controller-manager; }
+# One build for the test control plane and the one-node cluster (make cluster): kube-apiserver,
+# kube-controller-manager, kube-scheduler, kube-proxy, the kubelet and kubectl.
+build_kube() { build kube hack/kube-binaries "$(kube_ldflags)" ./cmd/...; }
 build_etcd() { build etcd hack/etcd "-s -w" . ; }
 build_argocd() { build argocd hack/argocd "-s -w" . ; }
 
@@ -78,9 +81,10 @@ link_assets() {
 case "${1:-all}" in
   --assets-dir) echo "$cache_root/envtest-assets" ;;
   --argocd-dir) echo "$cache_root/argocd" ;;
+  --kube-dir) cache_dir kube hack/kube-binaries ;;
   kube) build_kube; link_assets ;;
   etcd) build_etcd; link_assets ;;
   argocd) build_argocd; link_assets ;;
   all) build_etcd; build_kube; build_argocd; link_assets ;;
-  *) echo "usage: $0 [kube|etcd|argocd|all] | --assets-dir | --argocd-dir" >&2; exit 2 ;;
+  *) echo "usage: $0 [kube|etcd|argocd|all] | --assets-dir | --argocd-dir | --kube-dir" >&2; exit 2 ;;
 esac

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages that tests and the local stack need, from Debian's packages,
 # when they are missing: PostgreSQL (server + contrib for pg_stat_statements), git (the
-# end-to-end Git server and Argo CD's repo server use it) and Redis (Argo CD's cache).
+# end-to-end Git server and Argo CD's repo server use it), Redis (Argo CD's cache), the files
+# of the images' base (ca-certificates, tzdata), and what the one-node cluster (make cluster)
+# runs: containerd, runc, the CNI plugins and iptables.
 # Safe to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
@@ -10,6 +12,12 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql post
 ls /usr/lib/postgresql/*/lib/pg_stat_statements.so >/dev/null 2>&1 || missing+=(postgresql-contrib)
 command -v git >/dev/null 2>&1 || missing+=(git)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+[ -f /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
+[ -f /usr/share/zoneinfo/UTC ] || missing+=(tzdata)
+command -v containerd >/dev/null 2>&1 || missing+=(containerd)
+command -v runc >/dev/null 2>&1 || missing+=(runc)
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
@@ -27,3 +35,6 @@ fi
 # Likewise Redis: the stack starts its own on a free port.
 if command -v systemctl >/dev/null 2>&1; then $sudo systemctl stop redis-server 2>/dev/null || true; fi
 if command -v service >/dev/null 2>&1; then $sudo service redis-server stop >/dev/null 2>&1 || true; fi
+# And containerd: the one-node cluster runs its own, with its own state and socket.
+if command -v systemctl >/dev/null 2>&1; then $sudo systemctl disable --now containerd 2>/dev/null || true; fi
+if command -v service >/dev/null 2>&1; then $sudo service containerd stop >/dev/null 2>&1 || true; fi
