@@ -39,11 +39,11 @@ REMOTE_ENGINE_PACKAGES := ./tests-e2e/remoteengine/...
 CHAOS_PACKAGES := ./tests-e2e/chaos/...
 
 .PHONY: test
-test: test-integration test-images test-e2e ## Run every test: unit, integration, images, then end to end.
+test: test-integration test-images test-e2e test-install ## Run every test: unit, integration, images, end to end, then the install on a real node.
 
 .PHONY: test-integration
 test-integration: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
-	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v -e '/tests-e2e/e2e' -e '/tests-e2e/remoteengine' -e '/tests-e2e/chaos')
+	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v -e '/tests-e2e/e2e' -e '/tests-e2e/remoteengine' -e '/tests-e2e/chaos' -e '/tests-e2e/install')
 
 .PHONY: test-e2e
 test-e2e: deps binaries ## Run the end-to-end suite against a real Argo CD and Git server, an engine instance on a second cluster, and the short chaos test.
@@ -101,7 +101,17 @@ node-images: images-tool
 
 .PHONY: cluster
 cluster: deps binaries node-images cluster-tool ## Start a one-node cluster (kubelet, containerd, kube-proxy) in a network namespace of its own; then export KUBECONFIG=.local/cluster/kubeconfig.
-	$(CLUSTER_TOOL) up -kube-dir "$$(hack/build-binaries.sh --kube-dir)" -etcd "$$(hack/build-binaries.sh --assets-dir)/etcd" $(CLUSTER_FLAGS)
+	$(CLUSTER_TOOL) up -kube-dir "$$(hack/build-binaries.sh --kube-dir)" -etcd "$$(hack/build-binaries.sh --assets-dir)/etcd" -coredns "$$(hack/build-binaries.sh --coredns)" $(CLUSTER_FLAGS)
+
+# The install test's release: built for this machine's platform, named as the node imports it.
+INSTALL_DIST := .local/install-release
+INSTALL_FLAGS ?=
+
+.PHONY: test-install
+test-install: deps binaries node-images cluster-tool ## Install a fresh release on a real one-node cluster by running docs/install.md, then check it works.
+	$(MAKE) release DIST=$(INSTALL_DIST) VERSION=v0.0.0 IMAGE_REPO=localhost/gitops-service PLATFORMS=linux/$$(go env GOARCH)
+	$(IMAGES_TOOL) host -argocd "$$(hack/build-binaries.sh --argocd-dir)/argocd" -out .local/node-images/host.tar
+	GITOPS_RELEASE_DIR=$(CURDIR)/$(INSTALL_DIST) go test $(TEST_FLAGS) ./tests-e2e/install/... $(INSTALL_FLAGS)
 
 .PHONY: cluster-down
 cluster-down: cluster-tool ## Stop the one-node cluster and remove everything it made (processes, namespaces, iptables rules, mounts, state).
@@ -118,6 +128,8 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_REPO ?= ghcr.io/gitops-service
 PLATFORMS ?= linux/amd64,linux/arm64
 IMAGES_DIR ?= .local/images
+# Where make release writes.
+DIST ?= dist
 IMAGES_TOOL := $(CURDIR)/bin/tools/images
 
 .PHONY: images-tool
@@ -133,11 +145,13 @@ push: images-tool ## Push the images of $(IMAGES_DIR) with their SBOMs to $(IMAG
 	$(IMAGES_TOOL) push -layout $(IMAGES_DIR) -repo $(IMAGE_REPO) -tag $(VERSION)
 
 .PHONY: release
-release: deps images-tool ## Build a release: images in dist/images and dist/install.yaml pinned to $(IMAGE_REPO) by digest (make release VERSION=v0.1.0).
+release: deps images-tool ## Build a release: images in $(DIST)/images, $(DIST)/install.yaml (and -cert-manager) pinned to $(IMAGE_REPO) by digest, $(DIST)/argocd.yaml (make release VERSION=v0.1.0).
 	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]] || { echo "make release: VERSION=$(VERSION) is not vX.Y.Z" >&2; exit 2; }
-	$(IMAGES_TOOL) build -out dist/images -version $(VERSION) -commit $(COMMIT) -created $(SOURCE_DATE_EPOCH) -platforms $(PLATFORMS) -sbom-dir dist/images/sbom
-	$(IMAGES_TOOL) release -layout dist/images -repo $(IMAGE_REPO) -out dist/install.yaml
-	@echo "dist/install.yaml and dist/images are ready; publish with: make push IMAGES_DIR=dist/images IMAGE_REPO=$(IMAGE_REPO) VERSION=$(VERSION)"
+	$(IMAGES_TOOL) build -out $(DIST)/images -version $(VERSION) -commit $(COMMIT) -created $(SOURCE_DATE_EPOCH) -platforms $(PLATFORMS) -sbom-dir $(DIST)/images/sbom
+	$(IMAGES_TOOL) release -layout $(DIST)/images -repo $(IMAGE_REPO) -overlay manifests/overlays/production -out $(DIST)/install.yaml
+	$(IMAGES_TOOL) release -layout $(DIST)/images -repo $(IMAGE_REPO) -overlay manifests/overlays/production-cert-manager -out $(DIST)/install-cert-manager.yaml
+	$(IMAGES_TOOL) render -overlay manifests/argocd -out $(DIST)/argocd.yaml
+	@echo "$(DIST) is ready; publish the images with: make push IMAGES_DIR=$(DIST)/images IMAGE_REPO=$(IMAGE_REPO) VERSION=$(VERSION)"
 
 .PHONY: test-images
 test-images: deps ## Test the image build: reproducible digests, contents, SBOMs, push to a registry, release rendering.
@@ -161,6 +175,11 @@ manifests: tools ## Generate CRDs (manifests/crd/bases; the sandbox's SpaceReque
 	$(CONTROLLER_GEN) webhook paths=./appstudio-controller/... output:webhook:dir=manifests/webhook/appstudio-controller
 	for b in $(BINARIES); do $(CONTROLLER_GEN) rbac:roleName=gitops-service-$$b paths=./$$b/... output:rbac:dir=manifests/rbac/$$b; done
 
+.PHONY: argocd-manifests
+argocd-manifests: ## Copy Argo CD's core install of the pinned version (hack/argocd/go.mod) into manifests/argocd/upstream.
+	dir=$$(cd hack/argocd && GOWORK=off go mod download -json github.com/argoproj/argo-cd/v3 | sed -n 's/.*"Dir": "\(.*\)",/\1/p'); \
+	install -m 644 "$$dir/manifests/core-install.yaml" manifests/argocd/upstream/core-install.yaml
+
 .PHONY: api-docs
 api-docs: ## Generate the API reference (docs/api) from the CRDs.
 	cd hack/api-docs && GOWORK=off go run . -crds ../../manifests/crd/bases -out ../../docs/api
@@ -172,7 +191,7 @@ fmt: ## gofmt every module.
 .PHONY: tidy
 tidy: ## go mod tidy every module and sync Argo CD's replace lines.
 	hack/sync-replaces.sh
-	for m in $(MODULES) hack/tools hack/kube-binaries hack/etcd hack/images; do (cd $$m && GOWORK=off go mod tidy); done
+	for m in $(MODULES) hack/tools hack/kube-binaries hack/etcd hack/images hack/coredns; do (cd $$m && GOWORK=off go mod tidy); done
 
 .PHONY: lint
 lint: tools ## go vet and golangci-lint every module.

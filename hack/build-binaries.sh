@@ -4,10 +4,11 @@
 # them in a directory keyed by the wrapper module's go.sum and the Go version. A cached
 # build is reused as is; delete the cache directory to force a rebuild.
 #
-# Usage: hack/build-binaries.sh [kube|etcd|argocd|all]   (default: all)
+# Usage: hack/build-binaries.sh [kube|etcd|argocd|coredns|all]   (default: all)
 #        hack/build-binaries.sh --assets-dir               print the envtest assets directory
 #        hack/build-binaries.sh --argocd-dir               print the Argo CD directory
 #        hack/build-binaries.sh --kube-dir                 print the Kubernetes binaries' directory
+#        hack/build-binaries.sh --coredns                  print the CoreDNS binary's path
 # Progress goes to stderr. After building, $cache/envtest-assets holds links to kube-apiserver,
 # kube-controller-manager and etcd: point KUBEBUILDER_ASSETS at it (the Makefile does), and
 # $cache/argocd holds the Argo CD binary under each of its role names (ARGOCD_BIN_DIR).
@@ -58,6 +59,8 @@ kube_ldflags() {
 # kube-controller-manager, kube-scheduler, kube-proxy, the kubelet and kubectl.
 build_kube() { build kube hack/kube-binaries "$(kube_ldflags)" ./cmd/...; }
 build_etcd() { build etcd hack/etcd "-s -w" . ; }
+# The one-node cluster's DNS (make cluster).
+build_coredns() { build coredns hack/coredns "-s -w" . ; }
 build_argocd() { build argocd hack/argocd "-s -w" . ; }
 
 # link_assets points the envtest assets directory at the current builds.
@@ -82,9 +85,11 @@ case "${1:-all}" in
   --assets-dir) echo "$cache_root/envtest-assets" ;;
   --argocd-dir) echo "$cache_root/argocd" ;;
   --kube-dir) cache_dir kube hack/kube-binaries ;;
+  --coredns) printf '%s/coredns\n' "$(cache_dir coredns hack/coredns)" ;;
   kube) build_kube; link_assets ;;
   etcd) build_etcd; link_assets ;;
   argocd) build_argocd; link_assets ;;
-  all) build_etcd; build_kube; build_argocd; link_assets ;;
-  *) echo "usage: $0 [kube|etcd|argocd|all] | --assets-dir | --argocd-dir | --kube-dir" >&2; exit 2 ;;
+  coredns) build_coredns ;;
+  all) build_etcd; build_kube; build_argocd; build_coredns; link_assets ;;
+  *) echo "usage: $0 [kube|etcd|argocd|coredns|all] | --assets-dir | --argocd-dir | --kube-dir | --coredns" >&2; exit 2 ;;
 esac

@@ -146,3 +146,21 @@ func flags(pairs ...string) []string {
 	}
 	return out
 }
+
+// corefile serves the cluster's names from the API server on the node's address. There is
+// no upstream to forward other names to: the node has no network beyond itself.
+func (c *Cluster) corefile() string {
+	return fmt.Sprintf(`.:53 {
+    bind %s
+    errors
+    health 127.0.0.1:8089
+    ready 127.0.0.1:8181
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig %s gitops-node
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 30
+}
+`, dnsIP, c.path("admin-inside.kubeconfig"))
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +23,15 @@ import (
 // It is safe to run on a cluster that is half up or already down.
 func (c *Cluster) Down() error {
 	var errs []error
+	// Processes started with StartAs first: they may use the cluster, never the reverse.
+	extra, _ := os.ReadDir(c.path("pids"))
+	for _, e := range extra {
+		if !slices.Contains(components, e.Name()) {
+			if err := c.stop(e.Name()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	for i := len(components) - 1; i >= 0; i-- {
 		if err := c.stop(components[i]); err != nil {
 			errs = append(errs, err)

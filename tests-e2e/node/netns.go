@@ -23,9 +23,14 @@ const (
 	nodeIP      = "172.31.0.2"
 	podCIDR     = "10.88.0.0/16"
 	serviceCIDR = "10.96.0.0/16"
-	apiServerIP = "10.96.0.1"  // the kubernetes Service: the first address of serviceCIDR
-	dnsIP       = "10.96.0.10" // the cluster DNS Service
+	apiServerIP = "10.96.0.1" // the kubernetes Service: the first address of serviceCIDR
+	// The cluster DNS, CoreDNS as a process of the node, serves on the node's address.
+	dnsIP = nodeIP
 )
+
+// NodeIP is the node's address: where its pods reach the node's own servers (the cluster
+// DNS, or a database an install runs beside the cluster).
+const NodeIP = nodeIP
 
 func netnsPath(name string) string { return filepath.Join("/run/netns", name) }
 

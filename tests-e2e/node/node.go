@@ -44,6 +44,8 @@ type Cluster struct {
 	// kubelet and kubectl (hack/build-binaries.sh --kube-dir); Etcd is the etcd binary.
 	KubeDir string
 	Etcd    string
+	// CoreDNS is the cluster DNS's binary (hack/build-binaries.sh --coredns).
+	CoreDNS string
 	// PauseArchive is an OCI archive holding PauseImage (images pause).
 	PauseArchive string
 	// APIPort is the port of the host's loopback forwarded to the API server.
@@ -55,7 +57,7 @@ type Cluster struct {
 }
 
 // components in start order; Down stops them in reverse.
-var components = []string{"etcd", "kube-apiserver", "forward", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy"}
+var components = []string{"etcd", "kube-apiserver", "forward", "kube-controller-manager", "kube-scheduler", "coredns", "containerd", "kubelet", "kube-proxy"}
 
 func (c *Cluster) path(elem ...string) string {
 	return filepath.Join(append([]string{c.StateDir}, elem...)...)
@@ -67,6 +69,9 @@ func (c *Cluster) runDir(elem ...string) string {
 }
 
 func (c *Cluster) containerdSocket() string { return c.runDir("containerd.sock") }
+
+// LogPath is the log of a process started by the cluster.
+func (c *Cluster) LogPath(name string) string { return c.path("logs", name+".log") }
 
 // Kubeconfig is the admin kubeconfig for clients on the host (through the forwarded port).
 func (c *Cluster) Kubeconfig() string { return c.path("kubeconfig") }
@@ -104,6 +109,9 @@ func (c *Cluster) check() error {
 		if _, err := os.Stat(filepath.Join(c.KubeDir, bin)); err != nil {
 			return fmt.Errorf("%s is not built (hack/build-binaries.sh kube): %w", bin, err)
 		}
+	}
+	if _, err := os.Stat(c.CoreDNS); err != nil {
+		return fmt.Errorf("coredns is not built (hack/build-binaries.sh coredns): %w", err)
 	}
 	for _, bin := range []string{"containerd", "ctr", "runc", "iptables", "nsenter", "ip"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -164,6 +172,7 @@ func (c *Cluster) writeConfigs() error {
 		c.path("cni", "10-gitops-node.conflist"): cniConfig(),
 		c.path("kubelet.yaml"):                   c.kubeletConfig(),
 		c.path("kube-proxy.yaml"):                c.kubeProxyConfig(),
+		c.path("Corefile"):                       c.corefile(),
 		// Pods resolve through the cluster DNS only: the node has no upstream resolver.
 		c.path("resolv.conf"): "nameserver " + dnsIP + "\n",
 	}
@@ -223,7 +232,10 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		"use-service-account-credentials", "true", "controllers", "*,bootstrapsigner,tokencleaner")...)); err != nil {
 		return err
 	}
-	return c.start("kube-scheduler", filepath.Join(c.KubeDir, "kube-scheduler"), common("scheduler"))
+	if err := c.start("kube-scheduler", filepath.Join(c.KubeDir, "kube-scheduler"), common("scheduler")); err != nil {
+		return err
+	}
+	return c.start("coredns", c.CoreDNS, []string{"-conf", c.path("Corefile")})
 }
 
 func (c *Cluster) startNode(ctx context.Context) error {
@@ -307,15 +319,25 @@ func (c *Cluster) Client() (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// start runs a component detached (its own session, so it outlives make cluster) inside
+// StartAs runs a process of the node's machine, besides the cluster (a database the
+// cluster's pods use, say), as the user uid:gid; Down stops it with the rest.
+func (c *Cluster) StartAs(name string, uid, gid int, bin string, args ...string) error {
+	return c.startAs(name, fmt.Sprintf("--setuid=%d --setgid=%d", uid, gid), bin, args)
+}
+
+// start runs a component as root.
+func (c *Cluster) start(name, bin string, args []string) error { return c.startAs(name, "", bin, args) }
+
+// startAs runs a component detached (its own session, so it outlives make cluster) inside
 // the node's network namespace, logging to logs/<name>.log, its pid in pids/<name>.
-func (c *Cluster) start(name, bin string, args []string) error {
+func (c *Cluster) startAs(name, user, bin string, args []string) error {
 	log, err := os.OpenFile(c.path("logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer log.Close()
-	argv := append([]string{"--net=" + netnsPath(c.Name), "--", bin}, args...)
+	argv := append(append([]string{"--net=" + netnsPath(c.Name)}, strings.Fields(user)...), "--")
+	argv = append(append(argv, bin), args...)
 	if name == "forward" {
 		argv = append([]string{bin}, args...) // it enters the namespace by itself for each dial
 	}

@@ -37,6 +37,7 @@ func run(args []string) error {
 	fs.StringVar(&c.StateDir, "state-dir", ".local/cluster", "Certificates, configurations, logs and the node's data.")
 	fs.StringVar(&c.KubeDir, "kube-dir", "", "The Kubernetes binaries (hack/build-binaries.sh --kube-dir).")
 	fs.StringVar(&c.Etcd, "etcd", "", "The etcd binary.")
+	fs.StringVar(&c.CoreDNS, "coredns", "", "The CoreDNS binary (hack/build-binaries.sh --coredns).")
 	fs.StringVar(&c.PauseArchive, "pause-archive", ".local/node-images/pause.tar", "The OCI archive of the pause image (images pause).")
 	fs.IntVar(&c.APIPort, "api-port", 6443, "The port of the host's loopback forwarded to the API server.")
 	switch args[0] {
@@ -87,7 +88,7 @@ func parse(fs *flag.FlagSet, args []string, c *node.Cluster) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	for _, p := range []*string{&c.StateDir, &c.KubeDir, &c.Etcd, &c.PauseArchive} {
+	for _, p := range []*string{&c.StateDir, &c.KubeDir, &c.Etcd, &c.CoreDNS, &c.PauseArchive} {
 		if *p == "" {
 			continue
 		}
