@@ -1,7 +1,9 @@
-// Command argocd is the part of Argo CD the local stack and the end-to-end tests run: the
-// application controller, the repo server and the Git credential helper the repo server
-// calls. Like Argo CD's own image, one binary serves every role, chosen by the program name
-// or by ARGOCD_BINARY_NAME (the repo server sets that when it runs the credential helper).
+// Command argocd is the part of Argo CD the local stack, the end-to-end tests and the
+// one-node cluster's Argo CD image run: the application controller, the repo server, the
+// Git credential helper the repo server calls, and `argocd admin redis-initial-password`,
+// which Argo CD's install manifests run before Redis starts. Like Argo CD's own image, one
+// binary serves every role, chosen by the program name or by ARGOCD_BINARY_NAME (the repo
+// server sets that when it runs the credential helper).
 package main
 
 import (
@@ -36,6 +38,16 @@ func main() {
 		command = reposerver.NewCommand()
 	case "argocd-git-ask-pass":
 		command = gitaskpass.NewCommand()
+	case "argocd":
+		if len(os.Args) == 3 && os.Args[1] == "admin" && os.Args[2] == "redis-initial-password" {
+			if err := ensureRedisPassword(); err != nil {
+				fmt.Fprintln(os.Stderr, "argocd admin redis-initial-password:", err)
+				os.Exit(1)
+			}
+			return
+		}
+		fmt.Fprintln(os.Stderr, "argocd: only `argocd admin redis-initial-password` is built in")
+		os.Exit(2)
 	default:
 		fmt.Fprintf(os.Stderr, "%s: unknown role; run as argocd-application-controller, argocd-repo-server or argocd-git-ask-pass (program name or ARGOCD_BINARY_NAME)\n", name)
 		os.Exit(2)

@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/ko/pkg/build"
 	"github.com/sigstore/cosign/v3/pkg/oci"
-	"github.com/sigstore/cosign/v3/pkg/oci/signed"
 )
 
 // program is a Go command to build into an image: its image name, module directory (from
@@ -53,23 +52,54 @@ type buildOptions struct {
 	programs  []program // default: the services
 }
 
-// builtImage is one binary's multi-platform image, with the SBOM ko made for each platform.
+// builtImage is one binary's multi-platform image, with the SBOM ko made for each
+// platform's image (by that image's digest).
 type builtImage struct {
 	binary string
-	index  oci.SignedImageIndex
+	index  v1.ImageIndex
+	sboms  map[v1.Hash][]byte
 }
 
-// asIndex is ko's result as an index: ko returns a bare image for one platform.
-func asIndex(res build.Result, platform v1.Platform) (oci.SignedImageIndex, error) {
+// collect turns ko's result into an index (ko returns a bare image for one platform) and
+// takes the SBOM attached to each platform's image.
+func collect(binary string, res build.Result, platform v1.Platform) (builtImage, error) {
+	out := builtImage{binary: binary, sboms: map[v1.Hash][]byte{}}
+	var images []oci.SignedImage
 	switch r := res.(type) {
 	case oci.SignedImageIndex:
-		return r, nil
+		im, err := r.IndexManifest()
+		if err != nil {
+			return out, err
+		}
+		for _, d := range im.Manifests {
+			img, err := r.SignedImage(d.Digest)
+			if err != nil {
+				return out, err
+			}
+			images = append(images, img)
+		}
+		out.index = r
 	case oci.SignedImage:
-		return signed.ImageIndex(mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
-			mutate.IndexAddendum{Add: r, Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &platform}})), nil
+		images = append(images, r)
+		out.index = mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+			mutate.IndexAddendum{Add: r, Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &platform}})
 	default:
-		return nil, fmt.Errorf("ko returned %T", res)
+		return out, fmt.Errorf("ko returned %T", res)
 	}
+	for _, img := range images {
+		d, err := img.Digest()
+		if err != nil {
+			return out, err
+		}
+		f, err := img.Attachment("sbom")
+		if err != nil {
+			return out, fmt.Errorf("no SBOM for %s: %w", d, err)
+		}
+		if out.sboms[d], err = f.Payload(); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // buildImages builds every binary with ko on the static base, one platform at a time
@@ -129,11 +159,11 @@ func buildImages(ctx context.Context, o buildOptions) ([]builtImage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("building %s: %w", bin, err)
 		}
-		idx, err := asIndex(res, o.platforms[0])
+		img, err := collect(bin, res, o.platforms[0])
 		if err != nil {
 			return nil, fmt.Errorf("building %s: %w", bin, err)
 		}
-		out = append(out, builtImage{binary: bin, index: idx})
+		out = append(out, img)
 	}
 	return out, nil
 }

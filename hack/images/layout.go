@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/sigstore/cosign/v3/pkg/oci"
 )
 
 const (
@@ -36,7 +35,7 @@ func writeLayout(dir string, images []builtImage) error {
 		if err := p.AppendIndex(img.index, layout.WithAnnotations(map[string]string{refNameAnnotation: img.binary})); err != nil {
 			return err
 		}
-		sboms, err := sbomReferrers(img.index)
+		sboms, err := sbomReferrers(img)
 		if err != nil {
 			return fmt.Errorf("%s: %w", img.binary, err)
 		}
@@ -49,29 +48,20 @@ func writeLayout(dir string, images []builtImage) error {
 	return nil
 }
 
-// sbomReferrers turns the SBOM ko attached to each platform's image into a referrer
-// manifest whose subject is that image.
-func sbomReferrers(idx oci.SignedImageIndex) ([]v1.Image, error) {
-	im, err := idx.IndexManifest()
+// sbomReferrers makes, for each platform's image, a referrer manifest holding its SBOM.
+func sbomReferrers(img builtImage) ([]v1.Image, error) {
+	im, err := img.index.IndexManifest()
 	if err != nil {
 		return nil, err
 	}
 	var out []v1.Image
 	for _, desc := range im.Manifests {
-		img, err := idx.SignedImage(desc.Digest)
-		if err != nil {
-			return nil, err
-		}
-		f, err := img.Attachment("sbom")
-		if err != nil {
-			return nil, fmt.Errorf("no SBOM for %s: %w", desc.Platform, err)
-		}
-		payload, err := f.Payload()
-		if err != nil {
-			return nil, err
+		sbom, ok := img.sboms[desc.Digest]
+		if !ok {
+			return nil, fmt.Errorf("no SBOM for %s", desc.Platform)
 		}
 		subject := v1.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}
-		a, err := newArtifact(spdxMediaType, payload, subject)
+		a, err := newArtifact(spdxMediaType, sbom, subject)
 		if err != nil {
 			return nil, err
 		}

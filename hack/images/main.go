@@ -3,8 +3,10 @@
 //	images build   -out .local/images -version V -commit C -created UNIX [-platforms ...]
 //	images push    -layout .local/images -repo REGISTRY/PREFIX -tag T [-insecure]
 //	images release -layout dist/images -repo REGISTRY/PREFIX -out dist/install.yaml
+//	images render  -overlay manifests/argocd -out dist/argocd.yaml
 //	images archive -layout .local/images -repo localhost/gitops-service -tag dev -out FILE
 //	images pause   -out .local/node-images/pause.tar
+//	images host    -argocd BIN -out .local/node-images/host.tar   (Argo CD and Redis images)
 //
 // build writes an OCI image layout: one multi-platform index per binary (backend,
 // cluster-agent, appstudio-controller), built by ko on a distroless-style base assembled
@@ -26,6 +28,9 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 func main() {
@@ -101,10 +106,18 @@ func run(args []string) error {
 		if *repo == "" {
 			return fmt.Errorf("release: -repo is required")
 		}
-		if err := os.MkdirAll(filepath.Join(*root, "dist"), 0o755); err != nil {
+		body, err := renderRelease(*root, *overlay, *dir, *repo)
+		if err != nil {
 			return err
 		}
-		body, err := renderRelease(*root, *overlay, *dir, *repo)
+		return os.WriteFile(*out, body, 0o644)
+	case "render":
+		overlay := fs.String("overlay", "manifests/argocd", "The kustomization to render, relative to -root.")
+		out := fs.String("out", "dist/argocd.yaml", "Where to write the rendered manifests.")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		body, err := render(*root, *overlay, nil)
 		if err != nil {
 			return err
 		}
@@ -123,7 +136,11 @@ func run(args []string) error {
 		}
 		var named []namedIndex
 		for _, img := range images {
-			named = append(named, namedIndex{name: strings.TrimSuffix(*prefix, "/") + "/" + img.binary + ":" + *tag, index: img.index})
+			repository := strings.TrimSuffix(*prefix, "/") + "/" + img.binary
+			// By tag, and by digest for manifests that pin images (make release's).
+			named = append(named,
+				namedIndex{name: repository + ":" + *tag, index: img.index},
+				namedIndex{name: repository + "@" + img.digest.String(), index: img.index})
 		}
 		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 			return err
@@ -145,6 +162,27 @@ func run(args []string) error {
 			return err
 		}
 		return writeArchive(*out, []namedIndex{{name: *imageName, index: images[0].index}})
+	case "host":
+		out := fs.String("out", ".local/node-images/host.tar", "The OCI archive to write, for ctr images import.")
+		argocd := fs.String("argocd", "", "The Argo CD binary (hack/build-binaries.sh --argocd-dir)/argocd.")
+		argocdTag := fs.String("argocd-tag", "v3.2.11", "The tag of the Argo CD image.")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		var named []namedIndex
+		for _, h := range nodeImages(*argocd, *argocdTag) {
+			img, err := h.build(time.Unix(0, 0).UTC())
+			if err != nil {
+				return fmt.Errorf("%s: %w", h.name, err)
+			}
+			platform := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+			named = append(named, namedIndex{name: h.name, index: mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+				mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &platform}})})
+		}
+		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+			return err
+		}
+		return writeArchive(*out, named)
 	case "digests":
 		dir := fs.String("layout", ".local/images", "The OCI image layout.")
 		if err := fs.Parse(args[1:]); err != nil {

@@ -22,16 +22,32 @@ func renderRelease(root, overlay, layoutDir, repo string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := types.Kustomization{
-		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
-		Resources: []string{filepath.ToSlash(filepath.Join("..", "..", overlay))},
-	}
+	var pins []types.Image
 	for _, img := range images {
-		k.Images = append(k.Images, types.Image{
+		pins = append(pins, types.Image{
 			Name:    placeholder(img.binary),
 			NewName: strings.TrimSuffix(repo, "/") + "/" + img.binary,
 			Digest:  img.digest.String(),
 		})
+	}
+	out, err := render(root, overlay, pins)
+	if err != nil {
+		return nil, err
+	}
+	for _, img := range images {
+		if !strings.Contains(string(out), "/"+img.binary+"@"+img.digest.String()) {
+			return nil, fmt.Errorf("rendering %s: no Deployment runs the %s image; is it still named %s in the base?", overlay, img.binary, placeholder(img.binary))
+		}
+	}
+	return out, nil
+}
+
+// render builds the kustomization at overlay (relative to root) with the image changes.
+func render(root, overlay string, images []types.Image) ([]byte, error) {
+	k := types.Kustomization{
+		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
+		Resources: []string{filepath.ToSlash(filepath.Join("..", "..", overlay))},
+		Images:    images,
 	}
 	body, err := yaml.Marshal(k)
 	if err != nil {
@@ -39,6 +55,9 @@ func renderRelease(root, overlay, layoutDir, repo string) ([]byte, error) {
 	}
 	// A kustomization two levels below the root, so that the overlay resolves as it does
 	// for an operator's own overlay; removed afterwards.
+	if err := os.MkdirAll(filepath.Join(root, "dist"), 0o755); err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp(filepath.Join(root, "dist"), ".release-")
 	if err != nil {
 		return nil, err
@@ -51,14 +70,5 @@ func renderRelease(root, overlay, layoutDir, repo string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", overlay, err)
 	}
-	out, err := res.AsYaml()
-	if err != nil {
-		return nil, err
-	}
-	for _, img := range images {
-		if !strings.Contains(string(out), "/"+img.binary+"@"+img.digest.String()) {
-			return nil, fmt.Errorf("rendering %s: no Deployment runs the %s image; is it still named %s in the base?", overlay, img.binary, placeholder(img.binary))
-		}
-	}
-	return out, nil
+	return res.AsYaml()
 }
