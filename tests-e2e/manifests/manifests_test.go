@@ -89,22 +89,15 @@ var builds = []build{
 			"gitops-service-backend": 2, "gitops-service-cluster-agent": 2, "gitops-service-appstudio-controller": 2,
 		},
 		preexisting: []string{"gitops-service-argocd"}, // Argo CD's, installed beforehand
-		check: func(t *testing.T, objs []*unstructured.Unstructured) {
-			checkWebhookWiring(t, objs, true)
-			for _, d := range deploymentsOf(t, objs) {
-				c := d.Spec.Template.Spec.Containers[0]
-				if !slices.Contains(c.Args, "--leader-elect=true") {
-					t.Errorf("production Deployment %s runs %d replicas without --leader-elect=true", d.Name, *d.Spec.Replicas)
-				}
-				if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() ||
-					c.Resources.Limits.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
-					t.Errorf("production Deployment %s lacks CPU/memory requests or limits", d.Name)
-				}
-			}
-			if find(objs, "", "Namespace", "", "gitops-service-argocd") != nil {
-				t.Errorf("the production overlay must not own Argo CD's namespace gitops-service-argocd")
-			}
+		check:       func(t *testing.T, objs []*unstructured.Unstructured) { checkProduction(t, objs, false) },
+	},
+	{
+		dir: "overlays/production-cert-manager",
+		deployments: map[string]int32{
+			"gitops-service-backend": 2, "gitops-service-cluster-agent": 2, "gitops-service-appstudio-controller": 2,
 		},
+		preexisting: []string{"gitops-service-argocd"},
+		check:       func(t *testing.T, objs []*unstructured.Unstructured) { checkProduction(t, objs, true) },
 	},
 	{
 		dir:         "overlays/remote-engine",
@@ -692,4 +685,25 @@ func key(o *unstructured.Unstructured) string {
 		return o.GetName()
 	}
 	return o.GetNamespace() + "/" + o.GetName()
+}
+
+// checkProduction checks a production overlay: leader election with its replicas, requests
+// and limits, Argo CD's namespace left alone, and the webhook wiring with or without
+// cert-manager.
+func checkProduction(t *testing.T, objs []*unstructured.Unstructured, withCertManager bool) {
+	t.Helper()
+	checkWebhookWiring(t, objs, withCertManager)
+	for _, d := range deploymentsOf(t, objs) {
+		c := d.Spec.Template.Spec.Containers[0]
+		if !slices.Contains(c.Args, "--leader-elect=true") {
+			t.Errorf("production Deployment %s runs %d replicas without --leader-elect=true", d.Name, *d.Spec.Replicas)
+		}
+		if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() ||
+			c.Resources.Limits.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("production Deployment %s lacks CPU/memory requests or limits", d.Name)
+		}
+	}
+	if find(objs, "", "Namespace", "", "gitops-service-argocd") != nil {
+		t.Errorf("the production overlay must not own Argo CD's namespace gitops-service-argocd")
+	}
 }
