@@ -42,6 +42,9 @@ type Options struct {
 	Addr string
 	// TLS serves https with httptest's self-signed certificate for 127.0.0.1 (Server.CAPEM).
 	TLS bool
+	// Listener, if set, is served instead of a new one on Addr (a listener inside the
+	// one-node cluster's network namespace, say).
+	Listener net.Listener
 }
 
 // Start serves the repositories under root (created if missing).
@@ -54,9 +57,11 @@ func Start(root string, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("git --exec-path (is git installed? make deps installs it): %w", err)
 	}
 	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
-	l, err := net.Listen("tcp", opts.Addr)
-	if err != nil {
-		return nil, err
+	l := opts.Listener
+	if l == nil {
+		if l, err = net.Listen("tcp", opts.Addr); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{root: root, private: map[string]Credentials{}}
 	cgiHandler := &cgi.Handler{

@@ -1,0 +1,181 @@
+package install
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gitops-service/gitops-service/tests-e2e/node"
+)
+
+// database is PostgreSQL as an operator runs it outside the cluster: a server of the
+// node's machine (in its network namespace), reached by the pods on the node's address
+// over TLS with a certificate of the database's own CA.
+type database struct {
+	// URL is the DSN the service gets, with sslmode=verify-full against CAFile.
+	URL    string
+	CAFile string
+}
+
+const databasePort = "5432"
+
+// startDatabase initialises a server in dir and starts it on the node; nodeIP is the
+// address the pods reach it at.
+func startDatabase(ctx context.Context, c *node.Cluster, dir, nodeIP string) (*database, error) {
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
+	if len(bins) == 0 {
+		return nil, fmt.Errorf("PostgreSQL is not installed (hack/install-deps.sh installs it)")
+	}
+	sort.Strings(bins)
+	bin := filepath.Dir(bins[len(bins)-1])
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chown(data, uid, gid); err != nil {
+		return nil, err
+	}
+	// The directories above must let the postgres user through to its data.
+	for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
+		if info, err := os.Stat(d); err == nil && info.Mode().Perm()&0o001 == 0 {
+			_ = os.Chmod(d, info.Mode().Perm()|0o011)
+		}
+	}
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "--encoding=UTF8", "--locale=C")
+	initdb.SysProcAttr = credential(uid, gid)
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	caPEM, certPEM, keyPEM, err := serverCertificate(nodeIP)
+	if err != nil {
+		return nil, err
+	}
+	db := &database{CAFile: filepath.Join(dir, "ca.crt")}
+	files := map[string][]byte{
+		db.CAFile:                          caPEM,
+		filepath.Join(data, "server.crt"):  certPEM,
+		filepath.Join(data, "server.key"):  keyPEM,
+		filepath.Join(data, "pg_hba.conf"): []byte("host all postgres 127.0.0.1/32 trust\nhostssl all all 0.0.0.0/0 scram-sha-256\n"),
+	}
+	for path, body := range files {
+		if err := os.WriteFile(path, body, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.Chown(path, uid, gid); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Chmod(db.CAFile, 0o644); err != nil {
+		return nil, err
+	}
+	if err := c.StartAs("postgres", uid, gid, filepath.Join(bin, "postgres"), "-D", data, "-p", databasePort,
+		"-c", "listen_addresses=127.0.0.1,"+nodeIP, "-c", "unix_socket_directories=", "-c", "ssl=on",
+		"-c", "fsync=off", "-c", "max_connections=200"); err != nil {
+		return nil, err
+	}
+	password := rand.Text()
+	admin, err := connect(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close(context.Background())
+	for _, sql := range []string{
+		fmt.Sprintf("CREATE ROLE gitops LOGIN PASSWORD '%s'", password),
+		"CREATE DATABASE gitops OWNER gitops",
+	} {
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			return nil, fmt.Errorf("setting up the database: %w", err)
+		}
+	}
+	db.URL = (&url.URL{
+		Scheme: "postgres", User: url.UserPassword("gitops", password),
+		Host: net.JoinHostPort(nodeIP, databasePort), Path: "/gitops",
+		RawQuery: "sslmode=verify-full&sslrootcert=/etc/gitops-service/database-ca/ca.crt",
+	}).String()
+	return db, nil
+}
+
+// connect reaches the server as its superuser from inside the node's namespace.
+func connect(ctx context.Context, c *node.Cluster) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig("postgres://postgres@127.0.0.1:" + databasePort + "/postgres?sslmode=disable")
+	if err != nil {
+		return nil, err
+	}
+	cfg.DialFunc = node.DialContext(c.Name)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err == nil {
+			return conn, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("connecting to PostgreSQL on the node: %w (log: %s)", err, c.LogPath("postgres"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// serverCertificate makes a CA and a server certificate for ip signed by it, as PEM.
+func serverCertificate(ip string) (caPEM, certPEM, keyPEM []byte, err error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ca := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gitops-database-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP(ip)},
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}

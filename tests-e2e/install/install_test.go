@@ -1,0 +1,333 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/scheme"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
+	"github.com/gitops-service/gitops-service/tests-e2e/gitserver"
+	"github.com/gitops-service/gitops-service/tests-e2e/node"
+)
+
+var keep = flag.Bool("install.keep", false, "Leave the node running after the test (remove it with `bin/tools/cluster down -name gitops-install -state-dir DIR`).")
+
+// The release the test installs: make test-install builds it (make release) with these.
+const (
+	releaseVersion = "v0.0.0"
+	imageRepo      = "localhost/gitops-service"
+	serviceNS      = "gitops-service"
+)
+
+// TestInstallGuide installs the service on a real one-node cluster by running the install
+// blocks of docs/install.md, then checks what an operator and a tenant would: the
+// Deployments available, the webhooks answering, a GitOpsDeployment deployed from Git,
+// metrics served, and leadership handed over when a leader's pod goes.
+func TestInstallGuide(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	work := t.TempDir()
+	c := newCluster(t, root, work)
+	release := os.Getenv("GITOPS_RELEASE_DIR")
+	if release == "" {
+		release = filepath.Join(root, "dist")
+	}
+
+	t.Log("starting the node")
+	g.Expect(c.Up(ctx)).To(Succeed())
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpLogs(t, c, filepath.Join(work, "cluster", "logs"))
+		}
+		if *keep {
+			t.Logf("the node keeps running: KUBECONFIG=%s", c.Kubeconfig())
+			return
+		}
+		if err := c.Down(); err != nil {
+			t.Errorf("cluster down: %v", err)
+		}
+	})
+	serviceArchive := filepath.Join(work, "service.tar")
+	run(t, root, filepath.Join(root, "bin", "tools", "images"), "archive", "-layout", filepath.Join(release, "images"),
+		"-repo", imageRepo, "-tag", releaseVersion, "-out", serviceArchive)
+	for _, archive := range []string{filepath.Join(root, ".local", "node-images", "host.tar"), serviceArchive} {
+		g.Expect(c.ImportImages(ctx, archive)).To(Succeed())
+	}
+
+	t.Log("starting PostgreSQL beside the node and a Git server on it")
+	db, err := startDatabase(ctx, c, filepath.Join(work, "database"), node.NodeIP)
+	g.Expect(err).NotTo(HaveOccurred())
+	repoURL := startGitServer(t, c, filepath.Join(work, "git"))
+
+	t.Log("running the install guide")
+	guideDir := filepath.Join(work, "guide")
+	g.Expect(os.MkdirAll(guideDir, 0o755)).To(Succeed())
+	for _, f := range []string{"install.yaml", "argocd.yaml"} {
+		body, err := os.ReadFile(filepath.Join(release, f))
+		g.Expect(err).NotTo(HaveOccurred(), "make release builds %s", f)
+		g.Expect(os.WriteFile(filepath.Join(guideDir, f), body, 0o644)).To(Succeed())
+	}
+	blocks, err := installBlocks(filepath.Join(root, "docs", "install.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	env := append(os.Environ(),
+		"KUBECONFIG="+c.Kubeconfig(),
+		"PATH="+c.KubeDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"DATABASE_URL="+db.URL,
+		"DATABASE_CA="+db.CAFile,
+		"ARGOCD_IMAGE="+imageRepo+"/argocd:v3.2.11",
+		"REDIS_IMAGE="+imageRepo+"/redis:debian",
+	)
+	for _, b := range blocks {
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", b.script)
+		cmd.Dir, cmd.Env = guideDir, env
+		out, err := cmd.CombinedOutput()
+		g.Expect(err).NotTo(HaveOccurred(), "docs/install.md, the block at line %d:\n%s\n%s", b.line, b.script, out)
+	}
+
+	cfg, err := c.RESTConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	g.Expect(err).NotTo(HaveOccurred())
+	cs, err := kubernetes.NewForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	t.Run("every Deployment is available with its replicas", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func(g Gomega) {
+			var list appsv1.DeploymentList
+			g.Expect(k8s.List(ctx, &list, client.InNamespace(serviceNS))).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(3))
+			for _, d := range list.Items {
+				g.Expect(d.Status.AvailableReplicas).To(Equal(*d.Spec.Replicas), "Deployment %s", d.Name)
+				g.Expect(*d.Spec.Replicas).To(BeEquivalentTo(2), "Deployment %s", d.Name)
+			}
+		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	})
+
+	t.Run("the webhook refuses what only it checks", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := tenantNamespace(t, k8s, "webhook")
+		depl := gitOpsDeployment(ns, "elsewhere", repoURL)
+		depl.Spec.Destination.Namespace = "kube-system"
+		err := k8s.Create(ctx, depl)
+		g.Expect(err).To(HaveOccurred())
+		g.Expect(err.Error()).To(ContainSubstring("can only deploy to its own namespace"))
+	})
+
+	t.Run("a GitOpsDeployment deploys from Git", func(t *testing.T) {
+		expectDeploys(t, k8s, tenantNamespace(t, k8s, "tenant-a"), "first", repoURL)
+	})
+
+	t.Run("every binary serves its metrics", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, binary := range []string{"backend", "cluster-agent", "appstudio-controller"} {
+			var pods corev1.PodList
+			g.Expect(k8s.List(ctx, &pods, client.InNamespace(serviceNS), client.MatchingLabels{"app.kubernetes.io/name": binary})).To(Succeed())
+			g.Expect(pods.Items).NotTo(BeEmpty(), binary)
+			for _, p := range pods.Items {
+				body, err := cs.CoreV1().Pods(serviceNS).ProxyGet("http", p.Name, metricsPort(p), "/metrics", nil).DoRaw(ctx)
+				g.Expect(err).NotTo(HaveOccurred(), "metrics of %s", p.Name)
+				g.Expect(string(body)).To(ContainSubstring(`gitops_service_build_info{binary="`+binary+`"`), "metrics of %s", p.Name)
+				g.Expect(string(body)).To(ContainSubstring(`version="`+releaseVersion+`"`), "metrics of %s", p.Name)
+			}
+		}
+	})
+
+	t.Run("a new leader takes over from a deleted one and deployments go on", func(t *testing.T) {
+		g := NewWithT(t)
+		// Each binary's lease is in its pod's namespace but the cluster-agent's, which is in
+		// the engine instance's namespace it serves.
+		leaseNS := map[string]string{"backend": serviceNS, "cluster-agent": "gitops-service-argocd", "appstudio-controller": serviceNS}
+		for _, binary := range []string{"backend", "cluster-agent", "appstudio-controller"} {
+			lease := client.ObjectKey{Namespace: leaseNS[binary], Name: binary + ".managed-gitops.redhat.com"}
+			holder := leaseHolder(t, k8s, lease)
+			g.Expect(holder).NotTo(BeEmpty(), "the lease %s has no holder", lease)
+			pod := strings.SplitN(holder, "_", 2)[0]
+			t.Logf("deleting %s, the leader of %s", pod, binary)
+			g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: serviceNS, Name: pod}})).To(Succeed())
+			g.Eventually(func() string { return leaseHolder(t, k8s, lease) }).WithTimeout(3*time.Minute).WithPolling(time.Second).
+				ShouldNot(Or(BeEmpty(), HavePrefix(pod+"_")), "a new leader of %s", binary)
+		}
+		expectDeploys(t, k8s, tenantNamespace(t, k8s, "tenant-b"), "after-handover", repoURL)
+	})
+}
+
+// newCluster describes the test's node: its own name, port and state, so that it never
+// meets the node of make cluster.
+func newCluster(t *testing.T, root, work string) *node.Cluster {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(root, "hack", "build-binaries.sh"), "--kube-dir").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	coredns, err := exec.Command(filepath.Join(root, "hack", "build-binaries.sh"), "--coredns").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &node.Cluster{
+		Name:         "gitops-install",
+		StateDir:     filepath.Join(work, "cluster"),
+		KubeDir:      strings.TrimSpace(string(out)),
+		Etcd:         filepath.Join(assets, "etcd"),
+		CoreDNS:      strings.TrimSpace(string(coredns)),
+		PauseArchive: filepath.Join(root, ".local", "node-images", "pause.tar"),
+		APIPort:      port,
+		Self:         []string{filepath.Join(root, "bin", "tools", "cluster")},
+	}
+}
+
+// startGitServer serves a repository with one ConfigMap on the node's address.
+func startGitServer(t *testing.T, c *node.Cluster, dir string) string {
+	t.Helper()
+	l, err := node.Listen(c.Name, "tcp", net.JoinHostPort(node.NodeIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := gitserver.Start(dir, gitserver.Options{Listener: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	if err := s.Create("apps", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit("apps", map[string]string{
+		"hello/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\ndata:\n  greeting: hello from the node\n",
+	}, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	return s.URL("apps")
+}
+
+func tenantNamespace(t *testing.T, k8s client.Client, name string) string {
+	t.Helper()
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func gitOpsDeployment(ns, name, repoURL string) *v1.GitOpsDeployment {
+	return &v1.GitOpsDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.GitOpsDeploymentSpec{
+			Source: v1.ApplicationSource{RepoURL: repoURL, Path: "hello", TargetRevision: "main"},
+			Type:   v1.GitOpsDeploymentSpecTypeAutomated,
+		},
+	}
+}
+
+// expectDeploys creates a GitOpsDeployment and waits until it is Synced and Healthy with
+// the repository's ConfigMap in the namespace.
+func expectDeploys(t *testing.T, k8s client.Client, ns, name, repoURL string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, gitOpsDeployment(ns, name, repoURL))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		var depl v1.GitOpsDeployment
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &depl)).To(Succeed())
+		g.Expect(depl.Status.Sync.Status).To(BeEquivalentTo(v1.SyncStatusCodeSynced), "status: %+v", depl.Status)
+		g.Expect(depl.Status.Health.Status).To(BeEquivalentTo(v1.HealthStatusCodeHealthy), "status: %+v", depl.Status)
+		var cm corev1.ConfigMap
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "hello from the node"))
+	}).WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+}
+
+func leaseHolder(t *testing.T, k8s client.Client, key client.ObjectKey) string {
+	var lease coordinationv1.Lease
+	if err := k8s.Get(context.Background(), key, &lease); err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+func run(t *testing.T, dir, bin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
+	}
+}
+
+// metricsPort is the port of the pod's container port named metrics.
+func metricsPort(p corev1.Pod) string {
+	for _, c := range p.Spec.Containers {
+		for _, port := range c.Ports {
+			if port.Name == "metrics" {
+				return strconv.Itoa(int(port.ContainerPort))
+			}
+		}
+	}
+	return "metrics"
+}
+
+// dumpLogs prints the tail of each node component's log and of every pod's.
+func dumpLogs(t *testing.T, c *node.Cluster, logs string) {
+	entries, _ := os.ReadDir(logs)
+	for _, e := range entries {
+		body, _ := os.ReadFile(filepath.Join(logs, e.Name()))
+		t.Logf("--- %s (tail)\n%s", e.Name(), tail(body, 40))
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return
+	}
+	pods, err := cs.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		var b strings.Builder
+		fmt.Fprintf(&b, "phase %s", p.Status.Phase)
+		for _, s := range p.Status.ContainerStatuses {
+			fmt.Fprintf(&b, "; %s ready=%v restarts=%d", s.Name, s.Ready, s.RestartCount)
+		}
+		lines := int64(30)
+		body, _ := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: &lines}).DoRaw(context.Background())
+		t.Logf("--- pod %s/%s: %s\n%s", p.Namespace, p.Name, b.String(), body)
+	}
+}
+
+func tail(b []byte, n int) string {
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
