@@ -102,6 +102,9 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 		if err := webhook.Setup(ctx, mgr); err != nil {
 			return err
 		}
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return err
+		}
 	}
 	if o.ProvisionerAPIServerURL != "" {
 		if err := (&provisioner.ClaimReconciler{

@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -137,4 +138,17 @@ func Open(ctx context.Context, cfg Config) (*bun.DB, error) {
 		return nil, fmt.Errorf("connecting to the database: %w", err)
 	}
 	return bdb, nil
+}
+
+// ReadyCheck is a /readyz check that fails while the database does not answer a ping
+// within two seconds. The error names the cause, never the connection string.
+func ReadyCheck(d *bun.DB) func(*http.Request) error {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+		defer cancel()
+		if err := d.PingContext(ctx); err != nil {
+			return fmt.Errorf("database unreachable: %w", err)
+		}
+		return nil
+	}
 }

@@ -218,6 +218,12 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	if err := mgr.Add(listener); err != nil {
 		return err
 	}
+	if err := mgr.AddReadyzCheck("database", db.ReadyCheck(database)); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("notifications", listener.ReadyCheck); err != nil {
+		return err
+	}
 	if err := ctrlmetrics.Registry.Register(&metrics.Collector{DB: database, Log: log.WithName("metrics")}); err != nil {
 		// A second backend in one process (tests) registers once.
 		var already prometheus.AlreadyRegisteredError
@@ -227,6 +233,9 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	}
 	if o.EnableWebhooks {
 		if err := webhook.Setup(mgr); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return err
 		}
 	}

@@ -106,6 +106,9 @@ func (o *Options) Setup(ctx context.Context, mgr manager.Manager, log logr.Logge
 	if err := dbmetrics.Register(ctrlmetrics.Registry, bdb); err != nil {
 		return fmt.Errorf("registering the database pool metrics: %w", err)
 	}
+	if err := mgr.AddReadyzCheck("database", db.ReadyCheck(bdb)); err != nil {
+		return err
+	}
 	id, err := SetupWithDB(ctx, mgr, bdb, *o)
 	if err != nil {
 		return err

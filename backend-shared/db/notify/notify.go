@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -71,6 +73,17 @@ type Listener struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Log is used when set; otherwise the logger of Start's context.
 	Log *logr.Logger
+
+	listening atomic.Bool
+}
+
+// ReadyCheck fails while the listener has no connection listening: a replica that would
+// miss notifications is not ready (a /readyz check).
+func (l *Listener) ReadyCheck(*http.Request) error {
+	if !l.listening.Load() {
+		return errors.New("not listening for database notifications")
+	}
+	return nil
 }
 
 // NeedLeaderElection is false: every replica needs the notifications.
@@ -119,7 +132,9 @@ func (l *Listener) Start(ctx context.Context) error {
 			}
 			connectedBefore = true
 			backoff = minB
+			l.listening.Store(true)
 			err = l.receive(ctx, conn)
+			l.listening.Store(false)
 			closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_ = conn.Close(closeCtx)
 			cancel()

@@ -164,3 +164,34 @@ func TestListenerRejectsInsecureConfig(t *testing.T) {
 	NewWithT(t).Expect(l.Start(context.Background())).To(MatchError(ContainSubstring("sslmode")))
 	NewWithT(t).Expect(l.NeedLeaderElection()).To(BeFalse())
 }
+
+func TestListenerIsReadyOnlyWhileListening(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := dbtest.NewConfig(t)
+	appName := "ready-" + t.Name()
+	u, err := url.Parse(cfg.URL)
+	g.Expect(err).NotTo(HaveOccurred())
+	q := u.Query()
+	q.Set("application_name", appName)
+	u.RawQuery = q.Encode()
+	listenCfg := cfg
+	listenCfg.URL = u.String()
+	// A reconnection that waits long enough to be seen.
+	l := &notify.Listener{Config: listenCfg, Channels: []string{notify.OperationChanged},
+		Handler: func(context.Context, string, string) {}, MinBackoff: 2 * time.Second, MaxBackoff: 2 * time.Second}
+	g.Expect(l.ReadyCheck(nil)).To(MatchError(ContainSubstring("not listening")), "before it starts")
+	done := make(chan error, 1)
+	go func() { done <- l.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	bdb := dbtest.Open(t, cfg)
+	waitListening(t, bdb, appName)
+	g.Eventually(func() error { return l.ReadyCheck(nil) }, 5*time.Second, 10*time.Millisecond).Should(Succeed())
+
+	_, err = bdb.NewRaw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?", appName).Exec(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() error { return l.ReadyCheck(nil) }, 5*time.Second, 10*time.Millisecond).Should(HaveOccurred(), "while it reconnects")
+	g.Eventually(func() error { return l.ReadyCheck(nil) }, 10*time.Second, 10*time.Millisecond).Should(Succeed(), "once it listens again")
+}
