@@ -113,6 +113,14 @@ test-install: deps binaries node-images cluster-tool ## Install a fresh release 
 	$(IMAGES_TOOL) host -argocd "$$(hack/build-binaries.sh --argocd-dir)/argocd" -out .local/node-images/host.tar
 	GITOPS_RELEASE_DIR=$(CURDIR)/$(INSTALL_DIST) go test $(TEST_FLAGS) ./tests-e2e/install/... $(INSTALL_FLAGS)
 
+.PHONY: deploy
+deploy: deps binaries node-images cluster-tool ## Install a fresh release on the make cluster node as docs/install.md says (PostgreSQL beside the node).
+	$(MAKE) release DIST=$(INSTALL_DIST) VERSION=v0.0.0 IMAGE_REPO=localhost/gitops-service PLATFORMS=linux/$$(go env GOARCH)
+	$(IMAGES_TOOL) host -argocd "$$(hack/build-binaries.sh --argocd-dir)/argocd" -out .local/node-images/host.tar
+	$(IMAGES_TOOL) archive -layout $(INSTALL_DIST)/images -repo localhost/gitops-service -tag v0.0.0 -out .local/node-images/gitops-service.tar
+	$(CLUSTER_TOOL) deploy -kube-dir "$$(hack/build-binaries.sh --kube-dir)" -release $(INSTALL_DIST) \
+		-archives .local/node-images/host.tar,.local/node-images/gitops-service.tar $(CLUSTER_FLAGS)
+
 .PHONY: cluster-down
 cluster-down: cluster-tool ## Stop the one-node cluster and remove everything it made (processes, namespaces, iptables rules, mounts, state).
 	$(CLUSTER_TOOL) down $(CLUSTER_FLAGS)

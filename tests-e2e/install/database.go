@@ -25,20 +25,22 @@ import (
 	"github.com/gitops-service/gitops-service/tests-e2e/node"
 )
 
-// database is PostgreSQL as an operator runs it outside the cluster: a server of the
+// Database is PostgreSQL as an operator runs it outside the cluster: a server of the
 // node's machine (in its network namespace), reached by the pods on the node's address
 // over TLS with a certificate of the database's own CA.
-type database struct {
+type Database struct {
 	// URL is the DSN the service gets, with sslmode=verify-full against CAFile.
 	URL    string
 	CAFile string
+	// Stop and Start stop the server and start it again on the same data (an outage).
+	Stop, Start func() error
 }
 
 const databasePort = "5432"
 
-// startDatabase initialises a server in dir and starts it on the node; nodeIP is the
+// StartDatabase initialises a server in dir and starts it on the node; nodeIP is the
 // address the pods reach it at.
-func startDatabase(ctx context.Context, c *node.Cluster, dir, nodeIP string) (*database, error) {
+func StartDatabase(ctx context.Context, c *node.Cluster, dir, nodeIP string) (*Database, error) {
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
 	if len(bins) == 0 {
 		return nil, fmt.Errorf("PostgreSQL is not installed (hack/install-deps.sh installs it)")
@@ -73,7 +75,7 @@ func startDatabase(ctx context.Context, c *node.Cluster, dir, nodeIP string) (*d
 	if err != nil {
 		return nil, err
 	}
-	db := &database{CAFile: filepath.Join(dir, "ca.crt")}
+	db := &Database{CAFile: filepath.Join(dir, "ca.crt")}
 	files := map[string][]byte{
 		db.CAFile:                          caPEM,
 		filepath.Join(data, "server.crt"):  certPEM,
@@ -91,9 +93,13 @@ func startDatabase(ctx context.Context, c *node.Cluster, dir, nodeIP string) (*d
 	if err := os.Chmod(db.CAFile, 0o644); err != nil {
 		return nil, err
 	}
-	if err := c.StartAs("postgres", uid, gid, filepath.Join(bin, "postgres"), "-D", data, "-p", databasePort,
-		"-c", "listen_addresses=127.0.0.1,"+nodeIP, "-c", "unix_socket_directories=", "-c", "ssl=on",
-		"-c", "fsync=off", "-c", "max_connections=200"); err != nil {
+	db.Start = func() error {
+		return c.StartAs("postgres", uid, gid, filepath.Join(bin, "postgres"), "-D", data, "-p", databasePort,
+			"-c", "listen_addresses=127.0.0.1,"+nodeIP, "-c", "unix_socket_directories=", "-c", "ssl=on",
+			"-c", "fsync=off", "-c", "max_connections=200")
+	}
+	db.Stop = func() error { return c.Stop("postgres") }
+	if err := db.Start(); err != nil {
 		return nil, err
 	}
 	password := rand.Text()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 )
 
@@ -50,4 +51,34 @@ func installBlocks(path string) ([]guideBlock, error) {
 		return nil, fmt.Errorf("%s has no ```%s blocks", path, installBlockInfo)
 	}
 	return blocks, s.Err()
+}
+
+// RunGuide runs the install blocks of the guide at path in order, each with bash -euo
+// pipefail in dir with env, and stops at the first that fails.
+func RunGuide(path, dir string, env []string) error {
+	blocks, err := installBlocks(path)
+	if err != nil {
+		return err
+	}
+	for _, b := range blocks {
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", b.script)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s, the block at line %d: %w\n%s\n%s", path, b.line, err, b.script, out)
+		}
+	}
+	return nil
+}
+
+// GuideEnv is what the guide's blocks read, for a node whose kubectl is in kubeDir: the
+// database and its CA, and the Argo CD and Redis images the node imported.
+func GuideEnv(kubeconfig, kubeDir string, db *Database, imageRepo string) []string {
+	return append(os.Environ(),
+		"KUBECONFIG="+kubeconfig,
+		"PATH="+kubeDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"DATABASE_URL="+db.URL,
+		"DATABASE_CA="+db.CAFile,
+		"ARGOCD_IMAGE="+imageRepo+"/argocd:v3.2.11",
+		"REDIS_IMAGE="+imageRepo+"/redis:debian",
+	)
 }

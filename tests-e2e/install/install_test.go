@@ -76,7 +76,7 @@ func TestInstallGuide(t *testing.T) {
 	}
 
 	t.Log("starting PostgreSQL beside the node and a Git server on it")
-	db, err := startDatabase(ctx, c, filepath.Join(work, "database"), node.NodeIP)
+	db, err := StartDatabase(ctx, c, filepath.Join(work, "database"), node.NodeIP)
 	g.Expect(err).NotTo(HaveOccurred())
 	repoURL := startGitServer(t, c, filepath.Join(work, "git"))
 
@@ -88,22 +88,7 @@ func TestInstallGuide(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), "make release builds %s", f)
 		g.Expect(os.WriteFile(filepath.Join(guideDir, f), body, 0o644)).To(Succeed())
 	}
-	blocks, err := installBlocks(filepath.Join(root, "docs", "install.md"))
-	g.Expect(err).NotTo(HaveOccurred())
-	env := append(os.Environ(),
-		"KUBECONFIG="+c.Kubeconfig(),
-		"PATH="+c.KubeDir+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"DATABASE_URL="+db.URL,
-		"DATABASE_CA="+db.CAFile,
-		"ARGOCD_IMAGE="+imageRepo+"/argocd:v3.2.11",
-		"REDIS_IMAGE="+imageRepo+"/redis:debian",
-	)
-	for _, b := range blocks {
-		cmd := exec.Command("bash", "-euo", "pipefail", "-c", b.script)
-		cmd.Dir, cmd.Env = guideDir, env
-		out, err := cmd.CombinedOutput()
-		g.Expect(err).NotTo(HaveOccurred(), "docs/install.md, the block at line %d:\n%s\n%s", b.line, b.script, out)
-	}
+	g.Expect(RunGuide(filepath.Join(root, "docs", "install.md"), guideDir, GuideEnv(c.Kubeconfig(), c.KubeDir, db, imageRepo))).To(Succeed())
 
 	cfg, err := c.RESTConfig()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -152,6 +137,29 @@ func TestInstallGuide(t *testing.T) {
 				g.Expect(string(body)).To(ContainSubstring(`version="`+releaseVersion+`"`), "metrics of %s", p.Name)
 			}
 		}
+	})
+
+	t.Run("a backend that cannot reach PostgreSQL is not ready, and ready again when it can", func(t *testing.T) {
+		g := NewWithT(t)
+		backendReady := func() (ready int, err error) {
+			var pods corev1.PodList
+			if err := k8s.List(ctx, &pods, client.InNamespace(serviceNS), client.MatchingLabels{"app.kubernetes.io/name": "backend"}); err != nil {
+				return 0, err
+			}
+			for _, p := range pods.Items {
+				for _, cond := range p.Status.Conditions {
+					if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+			return ready, nil
+		}
+		g.Expect(backendReady()).To(Equal(2))
+		g.Expect(db.Stop()).To(Succeed())
+		g.Eventually(backendReady).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeZero(), "backends ready without their database")
+		g.Expect(db.Start()).To(Succeed())
+		g.Eventually(backendReady).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Equal(2), "backends ready again")
 	})
 
 	t.Run("a new leader takes over from a deleted one and deployments go on", func(t *testing.T) {

@@ -325,6 +325,9 @@ func (c *Cluster) StartAs(name string, uid, gid int, bin string, args ...string)
 	return c.startAs(name, fmt.Sprintf("--setuid=%d --setgid=%d", uid, gid), bin, args)
 }
 
+// Stop stops a process started with StartAs (SIGTERM, then SIGKILL after ten seconds).
+func (c *Cluster) Stop(name string) error { return c.stop(name) }
+
 // start runs a component as root.
 func (c *Cluster) start(name, bin string, args []string) error { return c.startAs(name, "", bin, args) }
 

@@ -3,6 +3,7 @@
 //	cluster up       start it; prints the kubeconfig to use
 //	cluster down     stop it and remove everything it made
 //	cluster import   import an OCI archive of images into the node's containerd
+//	cluster deploy   install a release on the node as docs/install.md says (make deploy)
 //	cluster forward  (internal) serve the host's port of the API server
 package main
 
@@ -13,8 +14,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
+	"github.com/gitops-service/gitops-service/tests-e2e/install"
 	"github.com/gitops-service/gitops-service/tests-e2e/node"
 )
 
@@ -70,6 +73,15 @@ func run(args []string) error {
 			}
 		}
 		return nil
+	case "deploy":
+		release := fs.String("release", ".local/install-release", "The release to install (make release's output).")
+		archives := fs.String("archives", "", "Comma-separated OCI archives to import first (the release's images, Argo CD's, Redis's).")
+		imageRepo := fs.String("image-repo", "localhost/gitops-service", "The registry prefix the archives name the images with.")
+		guide := fs.String("guide", "docs/install.md", "The install guide to run.")
+		if err := parse(fs, args[1:], c); err != nil {
+			return err
+		}
+		return deploy(ctx, c, *release, *guide, *imageRepo, strings.Split(*archives, ","))
 	case "forward":
 		netns := fs.String("netns", "gitops-node", "The namespace to reach into.")
 		listen := fs.String("listen", "127.0.0.1:6443", "The host address to serve.")
@@ -98,5 +110,43 @@ func parse(fs *flag.FlagSet, args []string, c *node.Cluster) error {
 		}
 		*p = abs
 	}
+	return nil
+}
+
+// deploy installs the release on a running node: it imports the images, starts
+// PostgreSQL beside the node and runs the install guide's blocks.
+func deploy(ctx context.Context, c *node.Cluster, release, guide, imageRepo string, archives []string) error {
+	if _, err := os.Stat(c.Kubeconfig()); err != nil {
+		return fmt.Errorf("no cluster is up (make cluster): %w", err)
+	}
+	for _, a := range archives {
+		if a == "" {
+			continue
+		}
+		if err := c.ImportImages(ctx, a); err != nil {
+			return err
+		}
+	}
+	db, err := install.StartDatabase(ctx, c, filepath.Join(c.StateDir, "database"), node.NodeIP)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(c.StateDir, "install")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, f := range []string{"install.yaml", "argocd.yaml"} {
+		body, err := os.ReadFile(filepath.Join(release, f))
+		if err != nil {
+			return fmt.Errorf("the release (make release): %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), body, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := install.RunGuide(guide, dir, install.GuideEnv(c.Kubeconfig(), c.KubeDir, db, imageRepo)); err != nil {
+		return err
+	}
+	fmt.Printf("The service is installed (the guide ran in %s, PostgreSQL at %s).\n", dir, node.NodeIP)
 	return nil
 }
