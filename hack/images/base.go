@@ -47,6 +47,28 @@ func staticBase(platforms []v1.Platform, created time.Time, sysroot string) (v1.
 	if err != nil {
 		return nil, err
 	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, p := range platforms {
+		img, err := singleLayerImage(files, created, p, func(c *v1.Config) {
+			c.User = fmt.Sprintf("%d:%d", nonroot, nonroot)
+			c.WorkingDir = "/home/nonroot"
+			c.Env = []string{
+				"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+				"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		platform := p
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &platform}})
+	}
+	return idx, nil
+}
+
+// singleLayerImage is an image of one layer holding files, for platform, every timestamp
+// created, its configuration set by config.
+func singleLayerImage(files []baseFile, created time.Time, platform v1.Platform, config func(*v1.Config)) (v1.Image, error) {
 	layerBytes, err := tarFiles(files, created)
 	if err != nil {
 		return nil, err
@@ -57,38 +79,22 @@ func staticBase(platforms []v1.Platform, created time.Time, sysroot string) (v1.
 	if err != nil {
 		return nil, err
 	}
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	for _, p := range platforms {
-		img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
-			Layer:     layer,
-			MediaType: types.OCILayer,
-			History:   v1.History{Created: v1.Time{Time: created}, CreatedBy: "gitops-service static base: " + strings.Join(basePackages, ", ") + ", /etc/passwd with nonroot"},
-		})
-		if err != nil {
-			return nil, err
-		}
-		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-		cf, err := img.ConfigFile()
-		if err != nil {
-			return nil, err
-		}
-		cf = cf.DeepCopy()
-		cf.OS, cf.Architecture, cf.Variant = p.OS, p.Architecture, p.Variant
-		cf.Created = v1.Time{Time: created}
-		cf.Config.User = fmt.Sprintf("%d:%d", nonroot, nonroot)
-		cf.Config.WorkingDir = "/home/nonroot"
-		cf.Config.Env = []string{
-			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
-		}
-		img, err = mutate.ConfigFile(img, cf)
-		if err != nil {
-			return nil, err
-		}
-		platform := p
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &platform}})
+	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
+		Layer: layer, MediaType: types.OCILayer, History: v1.History{Created: v1.Time{Time: created}},
+	})
+	if err != nil {
+		return nil, err
 	}
-	return idx, nil
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Variant = platform.OS, platform.Architecture, platform.Variant
+	cf.Created = v1.Time{Time: created}
+	config(&cf.Config)
+	return mutate.ConfigFile(img, cf)
 }
 
 // baseFiles lists the base's entries: users and groups, the CA bundle and zone database

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -15,10 +14,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // hostImage is an image of programs installed on this machine from Debian's packages
@@ -75,31 +70,12 @@ func (h hostImage) build(created time.Time) (v1.Image, error) {
 		return nil, err
 	}
 	files = merge(files, collected.withParents(), own)
-	layerBytes, err := tarFiles(files, created)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerBytes)), nil }, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{Layer: layer, MediaType: types.OCILayer})
-	if err != nil {
-		return nil, err
-	}
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Created = v1.Time{Time: created}
-	cf.Config.User = fmt.Sprintf("%d:%d", h.user, h.user)
-	cf.Config.WorkingDir = h.workdir
-	cf.Config.Entrypoint = h.entrypoint
-	cf.Config.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "HOME=" + home}, h.env...)
-	return mutate.ConfigFile(img, cf)
+	return singleLayerImage(files, created, v1.Platform{OS: "linux", Architecture: runtime.GOARCH}, func(c *v1.Config) {
+		c.User = fmt.Sprintf("%d:%d", h.user, h.user)
+		c.WorkingDir = h.workdir
+		c.Entrypoint = h.entrypoint
+		c.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "HOME=" + home}, h.env...)
+	})
 }
 
 // merge joins lists of entries; of two entries with one name, the later one wins.

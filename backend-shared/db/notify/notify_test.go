@@ -30,15 +30,8 @@ type received struct{ channel, payload string }
 // (so a test can find and kill it) until the test ends; it waits until it is listening.
 func startListener(t *testing.T, cfg db.Config, onReconnect func(context.Context)) (<-chan received, string, *bun.DB) {
 	t.Helper()
-	g := NewWithT(t)
 	appName := "listener-" + t.Name()
-	u, err := url.Parse(cfg.URL)
-	g.Expect(err).NotTo(HaveOccurred())
-	q := u.Query()
-	q.Set("application_name", appName)
-	u.RawQuery = q.Encode()
-	listenCfg := cfg
-	listenCfg.URL = u.String()
+	listenCfg := withApplicationName(t, cfg, appName)
 
 	got := make(chan received, 100)
 	l := &notify.Listener{
@@ -67,6 +60,21 @@ func startListener(t *testing.T, cfg db.Config, onReconnect func(context.Context
 	bdb := dbtest.Open(t, cfg)
 	waitListening(t, bdb, appName)
 	return got, appName, bdb
+}
+
+// withApplicationName tags the connections of cfg with appName, so that a test can find
+// (and kill) them in pg_stat_activity.
+func withApplicationName(t *testing.T, cfg db.Config, appName string) db.Config {
+	t.Helper()
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", appName)
+	u.RawQuery = q.Encode()
+	cfg.URL = u.String()
+	return cfg
 }
 
 // waitListening waits until the listener's session has run its last LISTEN.
@@ -171,13 +179,7 @@ func TestListenerIsReadyOnlyWhileListening(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := dbtest.NewConfig(t)
 	appName := "ready-" + t.Name()
-	u, err := url.Parse(cfg.URL)
-	g.Expect(err).NotTo(HaveOccurred())
-	q := u.Query()
-	q.Set("application_name", appName)
-	u.RawQuery = q.Encode()
-	listenCfg := cfg
-	listenCfg.URL = u.String()
+	listenCfg := withApplicationName(t, cfg, appName)
 	// A reconnection that waits long enough to be seen.
 	l := &notify.Listener{Config: listenCfg, Channels: []string{notify.OperationChanged},
 		Handler: func(context.Context, string, string) {}, MinBackoff: 2 * time.Second, MaxBackoff: 2 * time.Second}
@@ -190,7 +192,7 @@ func TestListenerIsReadyOnlyWhileListening(t *testing.T) {
 	waitListening(t, bdb, appName)
 	g.Eventually(func() error { return l.ReadyCheck(nil) }, 5*time.Second, 10*time.Millisecond).Should(Succeed())
 
-	_, err = bdb.NewRaw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?", appName).Exec(ctx)
+	_, err := bdb.NewRaw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?", appName).Exec(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func() error { return l.ReadyCheck(nil) }, 5*time.Second, 10*time.Millisecond).Should(HaveOccurred(), "while it reconnects")
 	g.Eventually(func() error { return l.ReadyCheck(nil) }, 10*time.Second, 10*time.Millisecond).Should(Succeed(), "once it listens again")
