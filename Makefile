@@ -107,11 +107,29 @@ cluster: deps binaries node-images cluster-tool ## Start a one-node cluster (kub
 INSTALL_DIST := .local/install-release
 INSTALL_FLAGS ?=
 
+# The release the upgrade test starts from (a commit or tag, in hack/upgrade-from): its source
+# is exported with git archive and its release built with this tree's image tool.
+UPGRADE_FROM ?= $(shell sed -n 's/^\([0-9a-zA-Z.]\{7,\}\).*/\1/p' hack/upgrade-from)
+UPGRADE_DIR := .local/upgrade-from
+
+.PHONY: previous-release
+previous-release: images-tool
+	@if [ "$$(cat $(UPGRADE_DIR)/release/.commit 2>/dev/null)" = "$$(git rev-parse $(UPGRADE_FROM))" ]; then echo "previous release $(UPGRADE_FROM): cached in $(UPGRADE_DIR)"; exit 0; fi; \
+	set -e; rm -rf $(UPGRADE_DIR); mkdir -p $(UPGRADE_DIR)/src $(UPGRADE_DIR)/release; \
+	git archive $(UPGRADE_FROM) | tar -x -C $(UPGRADE_DIR)/src; \
+	$(IMAGES_TOOL) build -root $(UPGRADE_DIR)/src -out $(UPGRADE_DIR)/release/images -version v0.0.0-previous -commit $$(git rev-parse $(UPGRADE_FROM)) \
+		-created $$(git log -1 --format=%ct $(UPGRADE_FROM)) -platforms linux/$$(go env GOARCH); \
+	$(IMAGES_TOOL) release -root $(UPGRADE_DIR)/src -layout $(UPGRADE_DIR)/release/images -repo localhost/gitops-service -overlay manifests/overlays/production -out $(UPGRADE_DIR)/release/install.yaml; \
+	$(IMAGES_TOOL) render -root $(UPGRADE_DIR)/src -overlay manifests/argocd -out $(UPGRADE_DIR)/release/argocd.yaml; \
+	git rev-parse $(UPGRADE_FROM) > $(UPGRADE_DIR)/release/.commit
+
 .PHONY: test-install
-test-install: deps binaries node-images cluster-tool ## Install a fresh release on a real one-node cluster by running docs/install.md, then check it works.
+test-install: deps binaries node-images cluster-tool ## Install a fresh release on a real one-node cluster by running docs/install.md, check it works; upgrade to it from hack/upgrade-from.
 	$(MAKE) release DIST=$(INSTALL_DIST) VERSION=v0.0.0 IMAGE_REPO=localhost/gitops-service PLATFORMS=linux/$$(go env GOARCH)
+	$(MAKE) previous-release
 	$(IMAGES_TOOL) host -argocd "$$(hack/build-binaries.sh --argocd-dir)/argocd" -out .local/node-images/host.tar
-	GITOPS_RELEASE_DIR=$(CURDIR)/$(INSTALL_DIST) go test $(TEST_FLAGS) ./tests-e2e/install/... $(INSTALL_FLAGS)
+	GITOPS_RELEASE_DIR=$(CURDIR)/$(INSTALL_DIST) GITOPS_PREVIOUS_RELEASE_DIR=$(CURDIR)/$(UPGRADE_DIR)/release GITOPS_PREVIOUS_SOURCE_DIR=$(CURDIR)/$(UPGRADE_DIR)/src \
+		go test $(TEST_FLAGS) ./tests-e2e/install/... $(INSTALL_FLAGS)
 
 .PHONY: deploy
 deploy: deps binaries node-images cluster-tool ## Install a fresh release on the make cluster node as docs/install.md says (PostgreSQL beside the node).

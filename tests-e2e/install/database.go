@@ -103,7 +103,7 @@ func StartDatabase(ctx context.Context, c *node.Cluster, dir, nodeIP string) (*D
 		return nil, err
 	}
 	password := rand.Text()
-	admin, err := connect(ctx, c)
+	admin, err := Connect(ctx, c, "postgres")
 	if err != nil {
 		return nil, err
 	}
@@ -124,9 +124,9 @@ func StartDatabase(ctx context.Context, c *node.Cluster, dir, nodeIP string) (*D
 	return db, nil
 }
 
-// connect reaches the server as its superuser from inside the node's namespace.
-func connect(ctx context.Context, c *node.Cluster) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig("postgres://postgres@127.0.0.1:" + databasePort + "/postgres?sslmode=disable")
+// Connect reaches database on the server as its superuser from inside the node's namespace.
+func Connect(ctx context.Context, c *node.Cluster, database string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig("postgres://postgres@127.0.0.1:" + databasePort + "/" + database + "?sslmode=disable")
 	if err != nil {
 		return nil, err
 	}

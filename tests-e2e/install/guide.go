@@ -8,9 +8,12 @@ import (
 	"strings"
 )
 
-// installBlockInfo marks the shell blocks of docs/install.md that an operator runs to
-// install the service: the install test runs exactly those, in order.
-const installBlockInfo = "sh install"
+// The info strings of the shell blocks of docs/install.md that an operator runs to install
+// the service and to upgrade it: the install and upgrade tests run exactly those, in order.
+const (
+	InstallBlocks = "sh install"
+	UpgradeBlocks = "sh upgrade"
+)
 
 // guideBlock is one shell block of the guide and where it starts.
 type guideBlock struct {
@@ -18,8 +21,8 @@ type guideBlock struct {
 	script string
 }
 
-// installBlocks reads the guide's install blocks.
-func installBlocks(path string) ([]guideBlock, error) {
+// guideBlocks reads the guide's blocks marked info.
+func guideBlocks(path, info string) ([]guideBlock, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -35,7 +38,7 @@ func installBlocks(path string) ([]guideBlock, error) {
 		n++
 		line := s.Text()
 		switch {
-		case cur == nil && strings.TrimSpace(line) == "```"+installBlockInfo:
+		case cur == nil && strings.TrimSpace(line) == "```"+info:
 			cur = &guideBlock{line: n + 1}
 		case cur != nil && strings.TrimSpace(line) == "```":
 			blocks = append(blocks, *cur)
@@ -48,15 +51,15 @@ func installBlocks(path string) ([]guideBlock, error) {
 		return nil, fmt.Errorf("%s: the block at line %d is not closed", path, cur.line)
 	}
 	if len(blocks) == 0 {
-		return nil, fmt.Errorf("%s has no ```%s blocks", path, installBlockInfo)
+		return nil, fmt.Errorf("%s has no ```%s blocks", path, info)
 	}
 	return blocks, s.Err()
 }
 
-// RunGuide runs the install blocks of the guide at path in order, each with bash -euo
+// RunGuide runs the blocks marked info of the guide at path in order, each with bash -euo
 // pipefail in dir with env, and stops at the first that fails.
-func RunGuide(path, dir string, env []string) error {
-	blocks, err := installBlocks(path)
+func RunGuide(path, info, dir string, env []string) error {
+	blocks, err := guideBlocks(path, info)
 	if err != nil {
 		return err
 	}

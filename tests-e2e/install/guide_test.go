@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestInstallBlocks(t *testing.T) {
+func TestGuideBlocks(t *testing.T) {
 	tests := []struct {
 		name    string
 		guide   string
@@ -15,8 +15,8 @@ func TestInstallBlocks(t *testing.T) {
 	}{
 		{
 			name:  "only install blocks, in order",
-			guide: "# Guide\n```sh\nnot run\n```\n```sh install\nkubectl apply -f a.yaml\n```\ntext\n```sh install\none\ntwo\n```\n",
-			want:  []guideBlock{{line: 6, script: "kubectl apply -f a.yaml\n"}, {line: 10, script: "one\ntwo\n"}},
+			guide: "# Guide\n```sh\nnot run\n```\n```sh install\nkubectl apply -f a.yaml\n```\ntext\n```sh upgrade\nnot either\n```\n```sh install\none\ntwo\n```\n",
+			want:  []guideBlock{{line: 6, script: "kubectl apply -f a.yaml\n"}, {line: 13, script: "one\ntwo\n"}},
 		},
 		{name: "a block left open", guide: "```sh install\nkubectl\n", wantErr: true},
 		{name: "no install block", guide: "```sh\nkubectl\n```\n", wantErr: true},
@@ -27,12 +27,12 @@ func TestInstallBlocks(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.guide), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			got, err := installBlocks(path)
+			got, err := guideBlocks(path, InstallBlocks)
 			if (err != nil) != tt.wantErr {
-				t.Fatalf("installBlocks() error = %v, want error %v", err, tt.wantErr)
+				t.Fatalf("guideBlocks() error = %v, want error %v", err, tt.wantErr)
 			}
 			if len(got) != len(tt.want) {
-				t.Fatalf("installBlocks() = %+v, want %+v", got, tt.want)
+				t.Fatalf("guideBlocks() = %+v, want %+v", got, tt.want)
 			}
 			for i := range got {
 				if got[i] != tt.want[i] {

@@ -43,59 +43,10 @@ const (
 // Deployments available, the webhooks answering, a GitOpsDeployment deployed from Git,
 // metrics served, and leadership handed over when a leader's pod goes.
 func TestInstallGuide(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	root, err := testenv.RepoRoot()
-	g.Expect(err).NotTo(HaveOccurred())
-	work := t.TempDir()
-	c := newCluster(t, root, work)
-	release := os.Getenv("GITOPS_RELEASE_DIR")
-	if release == "" {
-		release = filepath.Join(root, "dist")
-	}
-
-	t.Log("starting the node")
-	g.Expect(c.Up(ctx)).To(Succeed())
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpLogs(t, c, filepath.Join(work, "cluster", "logs"))
-		}
-		if *keep {
-			t.Logf("the node keeps running: KUBECONFIG=%s", c.Kubeconfig())
-			return
-		}
-		if err := c.Down(); err != nil {
-			t.Errorf("cluster down: %v", err)
-		}
-	})
-	serviceArchive := filepath.Join(work, "service.tar")
-	run(t, root, filepath.Join(root, "bin", "tools", "images"), "archive", "-layout", filepath.Join(release, "images"),
-		"-repo", imageRepo, "-tag", releaseVersion, "-out", serviceArchive)
-	for _, archive := range []string{filepath.Join(root, ".local", "node-images", "host.tar"), serviceArchive} {
-		g.Expect(c.ImportImages(ctx, archive)).To(Succeed())
-	}
-
-	t.Log("starting PostgreSQL beside the node and a Git server on it")
-	db, err := StartDatabase(ctx, c, filepath.Join(work, "database"), node.NodeIP)
-	g.Expect(err).NotTo(HaveOccurred())
-	repoURL := startGitServer(t, c, filepath.Join(work, "git"))
-
+	e := newEnvironment(t)
+	ctx, k8s, cs, db, repoURL := context.Background(), e.k8s, e.cs, e.db, e.repoURL
 	t.Log("running the install guide")
-	guideDir := filepath.Join(work, "guide")
-	g.Expect(os.MkdirAll(guideDir, 0o755)).To(Succeed())
-	for _, f := range []string{"install.yaml", "argocd.yaml"} {
-		body, err := os.ReadFile(filepath.Join(release, f))
-		g.Expect(err).NotTo(HaveOccurred(), "make release builds %s", f)
-		g.Expect(os.WriteFile(filepath.Join(guideDir, f), body, 0o644)).To(Succeed())
-	}
-	g.Expect(RunGuide(filepath.Join(root, "docs", "install.md"), guideDir, GuideEnv(c.Kubeconfig(), c.KubeDir, db, imageRepo))).To(Succeed())
-
-	cfg, err := c.RESTConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	g.Expect(err).NotTo(HaveOccurred())
-	cs, err := kubernetes.NewForConfig(cfg)
-	g.Expect(err).NotTo(HaveOccurred())
+	e.runGuide(t, e.root, InstallBlocks, e.release)
 
 	t.Run("every Deployment is available with its replicas", func(t *testing.T) {
 		g := NewWithT(t)
@@ -181,6 +132,79 @@ func TestInstallGuide(t *testing.T) {
 	})
 }
 
+// environment is a node with everything an install needs beside it: the images imported
+// (Argo CD's, Redis's and the service's releases), PostgreSQL, and a Git server.
+type environment struct {
+	root, work, release string
+	c                   *node.Cluster
+	db                  *Database
+	git                 *gitserver.Server
+	repoURL             string
+	k8s                 client.Client
+	cs                  *kubernetes.Clientset
+}
+
+// newEnvironment starts the node and what surrounds it, importing the images of each
+// release (layout directory -> tag); the node goes when the test ends.
+func newEnvironment(t *testing.T, releases ...[2]string) *environment {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	e := &environment{root: root, work: t.TempDir(), release: os.Getenv("GITOPS_RELEASE_DIR")}
+	if e.release == "" {
+		e.release = filepath.Join(root, "dist")
+	}
+	e.c = newCluster(t, root, e.work)
+	t.Log("starting the node")
+	g.Expect(e.c.Up(ctx)).To(Succeed())
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpLogs(t, e.c, filepath.Join(e.work, "cluster", "logs"))
+		}
+		if *keep {
+			t.Logf("the node keeps running: KUBECONFIG=%s", e.c.Kubeconfig())
+			return
+		}
+		if err := e.c.Down(); err != nil {
+			t.Errorf("cluster down: %v", err)
+		}
+	})
+	g.Expect(e.c.ImportImages(ctx, filepath.Join(root, ".local", "node-images", "host.tar"))).To(Succeed())
+	for i, r := range append([][2]string{{filepath.Join(e.release, "images"), releaseVersion}}, releases...) {
+		archive := filepath.Join(e.work, fmt.Sprintf("release-%d.tar", i))
+		run(t, root, filepath.Join(root, "bin", "tools", "images"), "archive", "-layout", r[0], "-repo", imageRepo, "-tag", r[1], "-out", archive)
+		g.Expect(e.c.ImportImages(ctx, archive)).To(Succeed())
+	}
+	t.Log("starting PostgreSQL beside the node and a Git server on it")
+	e.db, err = StartDatabase(ctx, e.c, filepath.Join(e.work, "database"), node.NodeIP)
+	g.Expect(err).NotTo(HaveOccurred())
+	e.git, e.repoURL = startGitServer(t, e.c, filepath.Join(e.work, "git"))
+	cfg, err := e.c.RESTConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	e.k8s, err = client.New(cfg, client.Options{Scheme: scheme.New()})
+	g.Expect(err).NotTo(HaveOccurred())
+	e.cs, err = kubernetes.NewForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	return e
+}
+
+// runGuide runs the blocks marked info of the install guide of the source tree at src with
+// the release files of release, as an operator with that release in hand would.
+func (e *environment) runGuide(t *testing.T, src, info, release string) {
+	t.Helper()
+	g := NewWithT(t)
+	dir := filepath.Join(e.work, "guide-"+strings.ReplaceAll(info, " ", "-"))
+	g.Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+	for _, f := range []string{"install.yaml", "argocd.yaml"} {
+		body, err := os.ReadFile(filepath.Join(release, f))
+		g.Expect(err).NotTo(HaveOccurred(), "make release builds %s", f)
+		g.Expect(os.WriteFile(filepath.Join(dir, f), body, 0o644)).To(Succeed())
+	}
+	g.Expect(RunGuide(filepath.Join(src, "docs", "install.md"), info, dir, GuideEnv(e.c.Kubeconfig(), e.c.KubeDir, e.db, imageRepo))).To(Succeed())
+}
+
 // newCluster describes the test's node: its own name, port and state, so that it never
 // meets the node of make cluster.
 func newCluster(t *testing.T, root, work string) *node.Cluster {
@@ -214,7 +238,7 @@ func newCluster(t *testing.T, root, work string) *node.Cluster {
 }
 
 // startGitServer serves a repository with one ConfigMap on the node's address.
-func startGitServer(t *testing.T, c *node.Cluster, dir string) string {
+func startGitServer(t *testing.T, c *node.Cluster, dir string) (*gitserver.Server, string) {
 	t.Helper()
 	l, err := node.Listen(c.Name, "tcp", net.JoinHostPort(node.NodeIP, "0"))
 	if err != nil {
@@ -233,7 +257,7 @@ func startGitServer(t *testing.T, c *node.Cluster, dir string) string {
 	}, "hello"); err != nil {
 		t.Fatal(err)
 	}
-	return s.URL("apps")
+	return s, s.URL("apps")
 }
 
 func tenantNamespace(t *testing.T, k8s client.Client, name string) string {

@@ -144,7 +144,7 @@ func deploy(ctx context.Context, c *node.Cluster, release, guide, imageRepo stri
 			return err
 		}
 	}
-	if err := install.RunGuide(guide, dir, install.GuideEnv(c.Kubeconfig(), c.KubeDir, db, imageRepo)); err != nil {
+	if err := install.RunGuide(guide, install.InstallBlocks, dir, install.GuideEnv(c.Kubeconfig(), c.KubeDir, db, imageRepo)); err != nil {
 		return err
 	}
 	fmt.Printf("The service is installed (the guide ran in %s, PostgreSQL at %s).\n", dir, node.NodeIP)
