@@ -69,7 +69,7 @@ func StartDatabase(ctx context.Context, c *node.Cluster, dir, nodeIP string) (*D
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "--encoding=UTF8", "--locale=C")
 	initdb.SysProcAttr = credential(uid, gid)
 	if out, err := initdb.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+		return nil, fmt.Errorf("initdb: %w: %s", err, out)
 	}
 	caPEM, certPEM, keyPEM, err := serverCertificate(nodeIP)
 	if err != nil {

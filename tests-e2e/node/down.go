@@ -158,8 +158,15 @@ func (c *Cluster) unmountBelow(prefixes ...string) []error {
 		}
 	}
 	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	inUse := networkNamespacesInUse()
 	var errs []error
 	for _, mp := range points {
+		// Pod network namespaces live beside every other runtime's in /run/netns: remove
+		// only those no process is in any more (this node's pods were killed above), so
+		// that another node on this machine keeps its pods' networks.
+		if strings.Contains(mp, "/netns/cni-") && inUse[inode(mp)] {
+			continue
+		}
 		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, fmt.Errorf("unmounting %s: %w", mp, err))
 		}
@@ -168,6 +175,29 @@ func (c *Cluster) unmountBelow(prefixes ...string) []error {
 		}
 	}
 	return errs
+}
+
+// networkNamespacesInUse is the set of network namespaces (by inode) some process is in.
+func networkNamespacesInUse() map[uint64]bool {
+	inUse := map[uint64]bool{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			if ino := inode(filepath.Join("/proc", e.Name(), "ns", "net")); ino != 0 {
+				inUse[ino] = true
+			}
+		}
+	}
+	return inUse
+}
+
+// inode is the inode of the file at path (a namespace's, following the link), or 0.
+func inode(path string) uint64 {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0
+	}
+	return st.Ino
 }
 
 func unescapeMount(s string) string {

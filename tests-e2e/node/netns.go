@@ -51,13 +51,13 @@ func createNetns(name string) error {
 	}
 	for _, args := range steps {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
 		}
 	}
 	// Pods reach Services through the bridge: the kernel must route and NAT their packets.
 	for _, sysctl := range []string{"net.ipv4.ip_forward=1", "net.bridge.bridge-nf-call-iptables=1"} {
 		if out, err := exec.Command("ip", "netns", "exec", name, "sysctl", "-qw", sysctl).CombinedOutput(); err != nil {
-			return fmt.Errorf("sysctl %s in %s: %v: %s", sysctl, name, err, out)
+			return fmt.Errorf("sysctl %s in %s: %w: %s", sysctl, name, err, out)
 		}
 	}
 	return nil
@@ -69,7 +69,7 @@ func deleteNetns(name string) error {
 		return nil
 	}
 	if out, err := exec.Command("ip", "netns", "delete", name).CombinedOutput(); err != nil {
-		return fmt.Errorf("ip netns delete %s: %v: %s", name, err, out)
+		return fmt.Errorf("ip netns delete %s: %w: %s", name, err, out)
 	}
 	return nil
 }

@@ -274,7 +274,7 @@ func (c *Cluster) ImportImages(ctx context.Context, archive string) error {
 	out, err := exec.CommandContext(ctx, "ctr", "--address", c.containerdSocket(), "--namespace", "k8s.io",
 		"images", "import", "--no-unpack=false", "--platform", "linux/"+goarch(), archive).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("importing %s into containerd: %v: %s", archive, err, out)
+		return fmt.Errorf("importing %s into containerd: %w: %s", archive, err, out)
 	}
 	return nil
 }

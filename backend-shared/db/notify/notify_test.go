@@ -186,7 +186,12 @@ func TestListenerIsReadyOnlyWhileListening(t *testing.T) {
 	g.Expect(l.ReadyCheck(nil)).To(MatchError(ContainSubstring("not listening")), "before it starts")
 	done := make(chan error, 1)
 	go func() { done <- l.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("listener returned %v", err)
+		}
+	}()
 
 	bdb := dbtest.Open(t, cfg)
 	waitListening(t, bdb, appName)
