@@ -50,10 +50,20 @@ func TestUpgrade(t *testing.T) {
 	g.Expect(schemaVersion(t, e)).To(BeNumerically(">=", schemaBefore), "the schema moves forward only")
 	g.Expect(applicationUIDs(t, e.k8s)).To(Equal(before), "the upgrade deleted or re-created an Argo CD Application")
 
+	// A new commit, deployed by naming it: the upgraded backend and agent carry the change
+	// to the same Applications, and the status follows what Argo CD synced. (Waiting for
+	// Argo CD to notice a new commit of a branch would take up to its polling period plus
+	// its ls-remote cache, minutes.)
 	revision, err := e.git.Commit("apps", map[string]string{
 		"hello/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\ndata:\n  greeting: hello after the upgrade\n",
 	}, "after the upgrade")
 	g.Expect(err).NotTo(HaveOccurred())
+	for _, ns := range tenants {
+		var depl v1.GitOpsDeployment
+		g.Expect(e.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &depl)).To(Succeed())
+		depl.Spec.Source.TargetRevision = revision
+		g.Expect(e.k8s.Update(ctx, &depl)).To(Succeed())
+	}
 	for _, ns := range tenants {
 		g.Eventually(func(g Gomega) {
 			var depl v1.GitOpsDeployment

@@ -305,9 +305,17 @@ func (c *Cluster) waitNodeReady(ctx context.Context) error {
 	return nil
 }
 
-// RESTConfig is the admin configuration through the forwarded port.
+// RESTConfig is the admin configuration through the forwarded port, its certificates
+// loaded (client-go would otherwise watch their files, and complain once Down removed them).
 func (c *Cluster) RESTConfig() (*rest.Config, error) {
-	return clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	if err := rest.LoadTLSFiles(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // Client is an admin clientset through the forwarded port.
