@@ -18,6 +18,10 @@ command -v containerd >/dev/null 2>&1 || missing+=(containerd)
 command -v runc >/dev/null 2>&1 || missing+=(runc)
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
+# The install guide makes the webhook certificate with openssl.
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

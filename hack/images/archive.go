@@ -25,6 +25,9 @@ type namedIndex struct {
 // writeArchive writes the indexes as an OCI archive (a tar of an image layout) that
 // containerd imports under the given names.
 func writeArchive(path string, images []namedIndex) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".archive-")
 	if err != nil {
 		return err

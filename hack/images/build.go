@@ -81,8 +81,7 @@ func collect(binary string, res build.Result, platform v1.Platform) (builtImage,
 		out.index = r
 	case oci.SignedImage:
 		images = append(images, r)
-		out.index = mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
-			mutate.IndexAddendum{Add: r, Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &platform}})
+		out.index = indexOf(r, platform)
 	default:
 		return out, fmt.Errorf("ko returned %T", res)
 	}
@@ -100,6 +99,12 @@ func collect(binary string, res build.Result, platform v1.Platform) (builtImage,
 		}
 	}
 	return out, nil
+}
+
+// indexOf is an index of the one image img, for platform.
+func indexOf(img v1.Image, platform v1.Platform) v1.ImageIndex {
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+		mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &platform}})
 }
 
 // buildImages builds every binary with ko on the static base, one platform at a time

@@ -22,15 +22,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 func main() {
@@ -142,9 +138,6 @@ func run(args []string) error {
 				namedIndex{name: repository + ":" + *tag, index: img.index},
 				namedIndex{name: repository + "@" + img.digest.String(), index: img.index})
 		}
-		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-			return err
-		}
 		return writeArchive(*out, named)
 	case "pause":
 		out := fs.String("out", ".local/node-images/pause.tar", "The OCI archive to write, for ctr images import.")
@@ -156,9 +149,6 @@ func run(args []string) error {
 		images, err := buildImages(ctx, buildOptions{root: *root, version: "node", commit: "none", source: "https://" + modulePath,
 			created: time.Unix(0, 0).UTC(), platforms: []v1.Platform{platform}, programs: []program{pause}})
 		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 			return err
 		}
 		return writeArchive(*out, []namedIndex{{name: *imageName, index: images[0].index}})
@@ -175,12 +165,7 @@ func run(args []string) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", h.name, err)
 			}
-			platform := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
-			named = append(named, namedIndex{name: h.name, index: mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
-				mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &platform}})})
-		}
-		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-			return err
+			named = append(named, namedIndex{name: h.name, index: indexOf(img, v1.Platform{OS: "linux", Architecture: runtime.GOARCH})})
 		}
 		return writeArchive(*out, named)
 	case "digests":
