@@ -59,10 +59,16 @@ func TestUpgrade(t *testing.T) {
 	}, "after the upgrade")
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, ns := range tenants {
-		var depl v1.GitOpsDeployment
-		g.Expect(e.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &depl)).To(Succeed())
-		depl.Spec.Source.TargetRevision = revision
-		g.Expect(e.k8s.Update(ctx, &depl)).To(Succeed())
+		// Right after a rollout, kube-proxy may still send the webhook's traffic to a pod
+		// that is gone (until its next sync): the write is retried as a client would.
+		g.Eventually(func() error {
+			var depl v1.GitOpsDeployment
+			if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &depl); err != nil {
+				return err
+			}
+			depl.Spec.Source.TargetRevision = revision
+			return e.k8s.Update(ctx, &depl)
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "updating %s/app", ns)
 	}
 	for _, ns := range tenants {
 		g.Eventually(func(g Gomega) {
