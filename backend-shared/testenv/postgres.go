@@ -45,11 +45,11 @@ type Postgres struct {
 // StartPostgres initialises (if needed) and starts a PostgreSQL server. When the process
 // runs as root, the server runs as the `postgres` user, since PostgreSQL refuses root.
 func StartPostgres(opts PostgresOptions) (*Postgres, error) {
-	bin, err := postgresBinDir()
+	bin, err := PostgresBinDir()
 	if err != nil {
 		return nil, err
 	}
-	cred, err := postgresCredential()
+	cred, err := PostgresCredential()
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func (p *Postgres) waitReady(timeout time.Duration) error {
 // than itself) against a database of this server with extra arguments (e.g.
 // --schema-only) and returns its output.
 func (p *Postgres) Dump(ctx context.Context, database string, args ...string) (string, error) {
-	bin, err := postgresBinDir()
+	bin, err := PostgresBinDir()
 	if err != nil {
 		return "", err
 	}
@@ -246,9 +246,9 @@ func (p *Postgres) Dump(ctx context.Context, database string, args ...string) (s
 	return string(out), nil
 }
 
-// postgresBinDir finds initdb and postgres: $GITOPS_POSTGRES_BIN, then Debian's newest
+// PostgresBinDir finds initdb and postgres: $GITOPS_POSTGRES_BIN, then Debian's newest
 // /usr/lib/postgresql/<version>/bin, then PATH.
-func postgresBinDir() (string, error) {
+func PostgresBinDir() (string, error) {
 	if dir := os.Getenv("GITOPS_POSTGRES_BIN"); dir != "" {
 		return dir, nil
 	}
@@ -270,8 +270,8 @@ func versionOf(binDir string) int {
 	return v
 }
 
-// postgresCredential is the `postgres` user when running as root, else nil (run as self).
-func postgresCredential() (*syscall.Credential, error) {
+// PostgresCredential is the `postgres` user when running as root, else nil (run as self).
+func PostgresCredential() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}

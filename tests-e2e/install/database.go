@@ -14,14 +14,12 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	"github.com/gitops-service/gitops-service/tests-e2e/node"
 )
 
@@ -41,18 +39,18 @@ const databasePort = "5432"
 // StartDatabase initialises a server in dir and starts it on the node; nodeIP is the
 // address the pods reach it at.
 func StartDatabase(ctx context.Context, c *node.Cluster, dir, nodeIP string) (*Database, error) {
-	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
-	if len(bins) == 0 {
-		return nil, fmt.Errorf("PostgreSQL is not installed (hack/install-deps.sh installs it)")
-	}
-	sort.Strings(bins)
-	bin := filepath.Dir(bins[len(bins)-1])
-	u, err := user.Lookup("postgres")
+	bin, err := testenv.PostgresBinDir()
 	if err != nil {
 		return nil, err
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	cred, err := testenv.PostgresCredential()
+	if err != nil {
+		return nil, err
+	}
+	if cred == nil {
+		return nil, fmt.Errorf("the node runs as root, and PostgreSQL beside it as the postgres user")
+	}
+	uid, gid := int(cred.Uid), int(cred.Gid)
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, err
