@@ -284,17 +284,6 @@ func PostgresCredential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that is free now (another process may take it
-// before the caller binds it; the children started here bind at once).
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func randomSuffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
