@@ -18,6 +18,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 )
 
@@ -420,3 +421,41 @@ func TestRecreatingANameGivesCleanIncarnations(t *testing.T) {
 }
 
 var nsGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+
+func TestReadyWaitsForArgoCDToCompareTheCurrentSpec(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("ready", v1.GitOpsDeploymentSpecTypeAutomated)
+	h.application(depl.UID)
+	ready := func() *v1.GitOpsDeploymentCondition {
+		return findCondition(h.get(depl).Status.Conditions, outcome.TypeReady)
+	}
+	h.g.Eventually(ready, eventually, poll).Should(And(Not(BeNil()),
+		HaveField("Status", v1.GitOpsConditionStatusFalse), HaveField("Reason", v1.GitOpsDeploymentReasonType("Progressing"))))
+	h.g.Expect(findCondition(h.get(depl).Status.Conditions, outcome.TypeReconciling)).NotTo(BeNil())
+	h.g.Expect(h.get(depl).Status.ObservedGeneration).To(BeZero(), "nothing was compared yet")
+
+	compared := func(path string) *argov1alpha1.ComparedTo {
+		return &argov1alpha1.ComparedTo{
+			Source:      argov1alpha1.ApplicationSource{RepoURL: depl.Spec.Source.RepoURL, Path: path, TargetRevision: "HEAD"},
+			Destination: argov1alpha1.ApplicationDestination{Server: argocd.InClusterServer, Namespace: h.tenant},
+		}
+	}
+	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "abc",
+		ReconciledState: compared(depl.Spec.Source.Path)})
+	h.g.Eventually(ready, eventually, poll).Should(And(
+		HaveField("Status", v1.GitOpsConditionStatusTrue), HaveField("Reason", v1.GitOpsDeploymentReasonType("Deployed"))))
+	h.g.Expect(h.get(depl).Status.ObservedGeneration).To(Equal(depl.Generation))
+	h.g.Expect(findCondition(h.get(depl).Status.Conditions, outcome.TypeReconciling)).To(BeNil())
+
+	// A new spec: not Ready, and its generation not observed, until Argo CD compares it.
+	h.update(depl, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "environments/staging" })
+	h.g.Eventually(ready, eventually, poll).Should(HaveField("Status", v1.GitOpsConditionStatusFalse))
+	updated := h.get(depl)
+	h.g.Expect(updated.Status.ObservedGeneration).To(Equal(depl.Generation))
+	h.g.Expect(updated.Generation).To(Equal(depl.Generation + 1))
+	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "def",
+		ReconciledState: compared("environments/staging")})
+	h.g.Eventually(ready, eventually, poll).Should(HaveField("Status", v1.GitOpsConditionStatusTrue))
+	h.g.Expect(h.get(depl).Status.ObservedGeneration).To(Equal(updated.Generation))
+}

@@ -145,12 +145,14 @@ const (
 
 // GitOpsDeploymentStatus is what the GitOps Service observed of a GitOpsDeployment.
 type GitOpsDeploymentStatus struct {
-	// ObservedGeneration is the metadata.generation that this status describes.
+	// ObservedGeneration is the last metadata.generation fully processed: Argo CD has
+	// compared it (or it has an error a user must fix).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions report errors met while deploying (types ErrorOccurred, SyncError and
-	// ComparisonError).
+	// ComparisonError) and, as kstatus reads them, whether the deployment is Ready (Argo
+	// CD compared the current spec, and it is Synced and Healthy), Reconciling or Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -351,8 +353,11 @@ type GitOpsDeploymentCondition struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=gitopsdepl,categories=gitops
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether Argo CD compared the current spec and it is Synced and Healthy"
 // +kubebuilder:printcolumn:name="Sync Status",type=string,JSONPath=`.status.sync.status`,description="Whether the live resources match the repository"
 // +kubebuilder:printcolumn:name="Health Status",type=string,JSONPath=`.status.health.status`,description="Health of the deployed resources"
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.sync.revision`,priority=1,description="The Git commit the live resources were compared with"
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type GitOpsDeployment struct {
 	metav1.TypeMeta   `json:",inline"`

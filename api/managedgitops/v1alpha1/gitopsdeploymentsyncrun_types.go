@@ -46,7 +46,9 @@ type GitOpsDeploymentSyncRunStatus struct {
 	// +optional
 	SyncStatus SyncStatusCode `json:"syncStatus,omitempty"`
 
-	// Conditions report errors met while carrying out the SyncRun (type ErrorOccurred).
+	// Conditions report errors met while carrying out the SyncRun (type ErrorOccurred) and,
+	// as kstatus reads them, whether its sync succeeded (Ready), runs (Reconciling) or failed
+	// (Stalled).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -74,6 +76,7 @@ const (
 // +kubebuilder:resource:shortName=gitopsdeplsyncrun,categories=gitops
 // +kubebuilder:printcolumn:name="GitOpsDeployment",type=string,JSONPath=`.spec.gitopsDeploymentName`,description="The GitOpsDeployment deployed"
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.spec.revisionID`,priority=1,description="The revision deployed"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the sync succeeded"
 // +kubebuilder:printcolumn:name="Sync Status",type=string,JSONPath=`.status.syncStatus`
 // +kubebuilder:printcolumn:name="Health Status",type=string,JSONPath=`.status.health`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

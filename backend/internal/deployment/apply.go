@@ -10,9 +10,9 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
-	"github.com/gitops-service/gitops-service/backend-shared/conditions"
 	"github.com/gitops-service/gitops-service/backend-shared/crashpoint"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/internal/validation"
 )
 
@@ -25,15 +25,17 @@ type desired struct {
 
 // apply writes the application row, mapping and operations of depl in one transaction,
 // then signals the cluster-agent. It returns the tenant (nil when it could not be
-// resolved). User errors leave the existing rows untouched: a running deployment keeps
-// running until the user fixes the spec.
-func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.Tenant, error) {
+// resolved) and what depl asks for (nil when it could not be resolved). User errors leave
+// the existing rows untouched: a running deployment keeps running until the user fixes the
+// spec.
+func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.Tenant, *desired, error) {
 	if err := validation.GitOpsDeployment(depl); err != nil {
 		tenant, _ := r.Tenancy.ExistingTenant(ctx, r.DB, depl.Namespace)
-		return tenant, err
+		return tenant, nil, err
 	}
 	var (
 		tenant *db.Tenant
+		want   *desired
 		engine *db.EngineInstance
 		ops    []*db.Operation
 	)
@@ -42,8 +44,7 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 		if tenant, err = r.Tenancy.Tenant(ctx, tx, depl.Namespace); err != nil {
 			return err
 		}
-		want, err := r.resolve(ctx, tx, tenant, depl)
-		if err != nil {
+		if want, err = r.resolve(ctx, tx, tenant, depl); err != nil {
 			return err
 		}
 		if tenant.EngineInstanceID != "" {
@@ -107,10 +108,10 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 		return nil
 	})
 	if err != nil {
-		return tenant, err
+		return tenant, nil, err
 	}
 	crashpoint.Hit(crashpoint.BackendAfterApplyCommit)
-	return tenant, r.Signal.CRs(ctx, ops...)
+	return tenant, want, r.Signal.CRs(ctx, ops...)
 }
 
 func containsOp(ops []*db.Operation, id string) bool {
@@ -143,13 +144,13 @@ func (r *Reconciler) resolve(ctx context.Context, idb bun.IDB, tenant *db.Tenant
 	env := &v1.GitOpsDeploymentManagedEnvironment{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: depl.Namespace, Name: envName}, env); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, conditions.Userf("GitOpsDeploymentManagedEnvironment %q, named in spec.destination.environment, does not exist in namespace %q", envName, depl.Namespace)
+			return nil, outcome.StalledError(ReasonEnvironmentNotFound, "GitOpsDeploymentManagedEnvironment %q, named in spec.destination.environment, does not exist in namespace %q", envName, depl.Namespace)
 		}
 		return nil, err
 	}
 	mapping, err := r.Store.GetAPICRMapping(ctx, idb, tenant.ID, db.APIResourceManagedEnvironment, string(env.UID))
 	if errors.Is(err, db.ErrNotFound) {
-		return nil, conditions.Userf("GitOpsDeploymentManagedEnvironment %q is not connected yet: see its ConnectionInitializationSucceeded condition", envName)
+		return nil, outcome.StalledError(ReasonEnvironmentNotConnected, "GitOpsDeploymentManagedEnvironment %q is not connected yet: see its ConnectionInitializationSucceeded condition", envName)
 	}
 	if err != nil {
 		return nil, err

@@ -5,9 +5,7 @@ package deployment
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"time"
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +27,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
-	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
@@ -106,60 +104,56 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.finalize(ctx, depl)
 	}
 
-	before := depl.Status.DeepCopy()
+	start := depl.DeepCopy()
 	now := metav1.Now()
-	tenant, applyErr := r.apply(ctx, depl)
+	tenant, want, err := r.apply(ctx, depl)
 	if tenant != nil {
 		// The tenant id ties these lines to the rows and to the cluster-agent's lines.
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tenant", tenant.ID))
 	}
-	if msg, ok := conditions.UserMessage(applyErr); ok {
-		r.setErrorCondition(depl, msg, now)
-		applyErr = nil // shown to the user; retried when the user changes something
-	} else if applyErr != nil {
-		ctrl.LoggerFrom(ctx).Error(applyErr, "reconciling GitOpsDeployment")
-		r.setErrorCondition(depl, conditions.InternalErrorMessage, now)
-	} else {
-		depl.Status.Conditions, _ = conditions.Resolve(depl.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
-			v1.GitOpsDeploymentReasonErrorOccurredResolved, now)
-	}
-	// stateWrittenAt is when the cluster-agent wrote the application state, if this
-	// reconcile brings a change of it to the status (for the propagation histogram).
-	var stateWrittenAt time.Time
+	r.reportError(depl, err, now)
+	var state *db.ApplicationState
+	// stateChanged: this reconcile brings a change of the application state to the status
+	// (for the propagation histogram).
+	stateChanged := false
 	if tenant != nil {
 		unread := depl.Status.DeepCopy()
-		writtenAt, err := r.readStatus(ctx, tenant, depl, now)
-		switch {
-		case err != nil:
-			applyErr = errors.Join(applyErr, err)
-		case !equality.Semantic.DeepEqual(unread, &depl.Status):
-			stateWrittenAt = writtenAt
+		var readErr error
+		if state, readErr = r.readStatus(ctx, tenant, depl, now); readErr != nil {
+			err = readErr // internal: retried, and the next reconcile reports the rest
 		}
+		stateChanged = state != nil && !equality.Semantic.DeepEqual(unread, &depl.Status)
 	}
-	depl.Status.ObservedGeneration = depl.Generation
-	if err := r.patchStatus(ctx, depl, before); err != nil {
-		return statuspatch.Result(ctx, ctrl.Result{}, applyErr, err)
-	}
-	recordTransitions(r.Recorder, depl, before)
-	if !stateWrittenAt.IsZero() {
-		metrics.ObserveStatusPropagation(stateWrittenAt)
-	}
-	return ctrl.Result{}, applyErr
+	return r.ending().End(ctx, depl, start, outcome.Status{
+		Conditions:         outcome.GitOpsConditions{List: &depl.Status.Conditions},
+		ObservedGeneration: &depl.Status.ObservedGeneration,
+		Written: func() {
+			recordTransitions(r.Recorder, depl, &start.Status)
+			if stateChanged {
+				metrics.ObserveStatusPropagation(state.UpdatedAt)
+			}
+		},
+	}, progress(depl, want, state), err)
 }
 
-func (r *Reconciler) setErrorCondition(depl *v1.GitOpsDeployment, msg string, now metav1.Time) {
+func (r *Reconciler) ending() outcome.Ending {
+	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}
+}
+
+// reportError keeps the ErrorOccurred condition api.md documents: the message of a user
+// error, a generic one for an internal error, resolved when the reconcile succeeds.
+func (r *Reconciler) reportError(depl *v1.GitOpsDeployment, err error, now metav1.Time) {
+	if err == nil {
+		depl.Status.Conditions, _ = conditions.Resolve(depl.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
+			v1.GitOpsDeploymentReasonErrorOccurredResolved, now)
+		return
+	}
+	msg := outcome.InternalMessage
+	if outcome.IsUser(err) {
+		msg = outcome.As(err).Message
+	}
 	depl.Status.Conditions, _ = conditions.Set(depl.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
 		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, now)
-}
-
-// patchStatus writes the status once, and only when it changed.
-func (r *Reconciler) patchStatus(ctx context.Context, depl *v1.GitOpsDeployment, before *v1.GitOpsDeploymentStatus) error {
-	if equality.Semantic.DeepEqual(before, &depl.Status) {
-		return nil
-	}
-	orig := depl.DeepCopy()
-	orig.Status = *before
-	return statuspatch.Patch(ctx, r.Client, depl, orig)
 }
 
 // finalize runs while a GitOpsDeployment with the user's finalizer is being deleted: the CR

@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
 // Reasons of the Events that report status transitions (condition Events use the
@@ -72,6 +73,9 @@ func recordTransitions(rec record.EventRecorder, depl *v1.GitOpsDeployment, befo
 		rec.Event(depl, eventType, EventSyncOperation, msg)
 	}
 	for _, c := range after.Conditions {
+		if kstatusType(string(c.Type)) {
+			continue // the shared ending records Ready's transitions
+		}
 		old := conditions.Find(before.Conditions, c.Type)
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
 			continue
@@ -112,4 +116,8 @@ func atRevision(rev string) string {
 		rev = rev[:12]
 	}
 	return " at revision " + rev
+}
+
+func kstatusType(typ string) bool {
+	return typ == outcome.TypeReady || typ == outcome.TypeReconciling || typ == outcome.TypeStalled
 }

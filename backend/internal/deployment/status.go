@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,14 +28,14 @@ var mirrored = []struct {
 }
 
 // readStatus copies the application state the cluster-agent reported into depl.Status, and
-// returns when the agent wrote that state (zero when there is none).
-func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1.GitOpsDeployment, now metav1.Time) (time.Time, error) {
+// returns that state (nil while Argo CD has not reported).
+func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1.GitOpsDeployment, now metav1.Time) (*db.ApplicationState, error) {
 	st, err := r.Store.GetApplicationState(ctx, r.DB, tenant.ID, string(depl.UID))
 	if errors.Is(err, db.ErrNotFound) {
-		return time.Time{}, nil // Argo CD has not reported yet
+		return nil, nil
 	}
 	if err != nil {
-		return time.Time{}, err
+		return nil, err
 	}
 	status := &depl.Status
 	status.Sync = v1.SyncStatus{Status: v1.SyncStatusCode(st.SyncStatus), Revision: st.Revision}
@@ -44,7 +43,7 @@ func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1
 	status.Resources = resources(st.Resources)
 	status.ReconciledState = reconciledState(st.ReconciledState, depl)
 	if status.OperationState, err = operationState(st.OperationState); err != nil {
-		return time.Time{}, err
+		return nil, err
 	}
 	for _, m := range mirrored {
 		if msg := conditionMessage(st.Conditions, m.argo); msg != "" {
@@ -53,7 +52,7 @@ func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1
 			status.Conditions, _ = conditions.Resolve(status.Conditions, m.typ, m.resolved, now)
 		}
 	}
-	return st.UpdatedAt, nil
+	return st, nil
 }
 
 // conditionMessage joins the messages of Argo CD's conditions of one type.

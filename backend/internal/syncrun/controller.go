@@ -6,10 +6,10 @@ package syncrun
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -21,7 +21,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
-	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
@@ -37,6 +37,20 @@ const (
 	msgAutomated = "Syncing a GitOpsDeployment with Automated sync policy is not allowed"
 	msgSucceeded = "Successfully completed synchronize operation."
 )
+
+// Reasons of the SyncRun's Ready condition.
+const (
+	ReasonWaitingForDeployment = "WaitingForDeployment"
+	ReasonDeploymentNotFound   = "DeploymentNotFound"
+	ReasonDeploymentAutomated  = "DeploymentAutomated"
+	ReasonSyncing              = "Syncing"
+	ReasonSyncSucceeded        = "SyncSucceeded"
+	ReasonSyncFailed           = "SyncFailed"
+)
+
+// deploymentRetry is how often a SyncRun whose GitOpsDeployment does not exist yet looks
+// again (its creation is also watched).
+const deploymentRetry = 30 * time.Second
 
 // Reasons of the SyncRun's Events (condition Events otherwise use the condition's reason).
 const (
@@ -106,36 +120,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, r.terminate(ctx, req.Namespace, req.Name)
 	}
-	before := run.Status.DeepCopy()
+	start := run.DeepCopy()
 	now := metav1.Now()
 
 	var ev transitions
 	depl, err := r.start(ctx, run)
-	switch msg, isUser := conditions.UserMessage(err); {
-	case isUser:
+	progress := outcome.Working(ReasonWaitingForDeployment, "Waiting for the GitOpsDeployment to be reconciled", true)
+	switch {
+	case outcome.IsUser(err) || outcome.As(err) != nil && outcome.As(err).Kind == outcome.Transient:
+		msg := outcome.As(err).Message
 		r.raise(&ev, run, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurred), msg, msg, now)
-		err = nil
 	case err != nil:
-		ctrl.LoggerFrom(ctx).Error(err, "reconciling GitOpsDeploymentSyncRun")
-		r.raise(&ev, run, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurred), conditions.InternalErrorMessage, conditions.InternalErrorMessage, now)
+		r.raise(&ev, run, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurred), outcome.InternalMessage, outcome.InternalMessage, now)
 	case depl != nil:
-		r.followDeployment(&ev, run, depl, now)
+		progress = r.followDeployment(&ev, run, depl, now)
 	}
-	run.Status.ObservedGeneration = run.Generation
-	if equality.Semantic.DeepEqual(before, &run.Status) {
-		return ctrl.Result{}, err
-	}
-	orig := run.DeepCopy()
-	orig.Status = *before
-	if perr := statuspatch.Patch(ctx, r.Client, run, orig); perr != nil {
-		return statuspatch.Result(ctx, ctrl.Result{}, err, perr)
-	}
-	if r.Recorder != nil {
-		for _, e := range ev {
-			r.Recorder.Event(run, e.eventType, e.reason, e.message)
-		}
-	}
-	return ctrl.Result{}, err
+	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}.End(ctx, run, start, outcome.Status{
+		Conditions:         outcome.GitOpsConditions{List: &run.Status.Conditions},
+		ObservedGeneration: &run.Status.ObservedGeneration,
+		Written: func() {
+			if r.Recorder != nil {
+				for _, e := range ev {
+					r.Recorder.Event(run, e.eventType, e.reason, e.message)
+				}
+			}
+		},
+	}, progress, err)
 }
 
 // transitions are the Events of one reconcile's transitions, recorded once its status is written.
@@ -157,12 +167,12 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun)
 	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.GitopsDeploymentName}
 	if err := r.Client.Get(ctx, key, depl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, conditions.Userf("GitOpsDeployment %q does not exist in namespace %q; the sync starts once it does", key.Name, key.Namespace)
+			return nil, outcome.TransientError(ReasonDeploymentNotFound, deploymentRetry, "GitOpsDeployment %q does not exist in namespace %q; the sync starts once it does", key.Name, key.Namespace)
 		}
 		return nil, err
 	}
 	if depl.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated {
-		return nil, conditions.Userf(msgAutomated)
+		return nil, outcome.UserError(ReasonDeploymentAutomated, msgAutomated)
 	}
 	tenant, err := r.Tenancy.Tenant(ctx, r.DB, run.Namespace)
 	if err != nil {
@@ -231,7 +241,7 @@ func (r *Reconciler) ensureSignalled(ctx context.Context, syncOpID string) error
 // followDeployment copies the deployment's health and sync status, and reports the outcome
 // of Argo CD's sync operation. Once the sync is requested, an earlier error that held it back
 // (no deployment yet, an automated one, an internal error) is resolved, with an Event.
-func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentSyncRun, depl *v1.GitOpsDeployment, now metav1.Time) {
+func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentSyncRun, depl *v1.GitOpsDeployment, now metav1.Time) outcome.Progress {
 	run.Status.Health = depl.Status.Health.Status
 	run.Status.SyncStatus = depl.Status.Sync.Status
 	op := depl.Status.OperationState
@@ -242,14 +252,14 @@ func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentS
 			if r.setCondition(run, v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved, msgSucceeded, now) {
 				ev.add(corev1.EventTypeNormal, EventSyncSucceeded, msgSucceeded)
 			}
-			return
+			return outcome.Done(ReasonSyncSucceeded, msgSucceeded)
 		case "Failed", "Error":
 			msg := "Sync operation " + string(op.Phase)
 			if op.Message != "" {
 				msg += ": " + op.Message
 			}
 			r.raise(ev, run, EventSyncFailed, op.Message, msg, now)
-			return
+			return outcome.Failed(ReasonSyncFailed, msg)
 		}
 	}
 	// Requested and not finished: nothing holds the sync back any more.
@@ -260,6 +270,7 @@ func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentS
 		ev.add(corev1.EventTypeNormal, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved),
 			"The earlier error is resolved; the sync is requested.")
 	}
+	return outcome.Working(ReasonSyncing, "The sync is requested; waiting for Argo CD to finish it", false)
 }
 
 // raise sets the ErrorOccurred condition to msg, with a Warning Event (eventReason,

@@ -11,20 +11,20 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
-	"github.com/gitops-service/gitops-service/backend-shared/conditions"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
-// GitOpsDeployment checks every rule on depl; the error is a conditions.UserError.
+// GitOpsDeployment checks every rule on depl; the error is an outcome.User error.
 func GitOpsDeployment(depl *v1.GitOpsDeployment) error {
 	p := strings.TrimSpace(depl.Spec.Source.Path)
 	if p == "" || p == "/" || p == "." {
-		return conditions.Userf("spec.source.path must name a directory inside the repository; %q would deploy the whole repository root, which is not supported", depl.Spec.Source.Path)
+		return invalid("spec.source.path must name a directory inside the repository; %q would deploy the whole repository root, which is not supported", depl.Spec.Source.Path)
 	}
 	if err := GitOpsDeploymentAdmission(depl); err != nil {
 		return err
 	}
 	if strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
-		return conditions.Userf("spec.source.path %q must be a relative path inside the repository, without '..'", depl.Spec.Source.Path)
+		return invalid("spec.source.path %q must be a relative path inside the repository, without '..'", depl.Spec.Source.Path)
 	}
 	return nil
 }
@@ -47,17 +47,17 @@ func GitOpsDeploymentAdmission(depl *v1.GitOpsDeployment) error {
 	}
 	if depl.Spec.Destination.Environment == "" && depl.Spec.Destination.Namespace != "" &&
 		depl.Spec.Destination.Namespace != depl.Namespace {
-		return conditions.Userf("spec.destination.namespace %q: without spec.destination.environment a GitOpsDeployment can only deploy to its own namespace %q",
+		return invalid("spec.destination.namespace %q: without spec.destination.environment a GitOpsDeployment can only deploy to its own namespace %q",
 			depl.Spec.Destination.Namespace, depl.Namespace)
 	}
 	opts := SyncOptions(depl)
 	for _, opt := range opts {
 		if err := argocd.ValidateSyncOption(opt); err != nil {
-			return conditions.Userf("spec.syncPolicy.syncOptions: %s", err.Error())
+			return invalid("spec.syncPolicy.syncOptions: %s", err.Error())
 		}
 	}
 	if slices.Contains(opts, string(v1.SyncOptionCreateNamespaceTrue)) && slices.Contains(opts, string(v1.SyncOptionCreateNamespaceFalse)) {
-		return conditions.Userf("spec.syncPolicy.syncOptions: %s and %s contradict each other; keep one of them",
+		return invalid("spec.syncPolicy.syncOptions: %s and %s contradict each other; keep one of them",
 			v1.SyncOptionCreateNamespaceTrue, v1.SyncOptionCreateNamespaceFalse)
 	}
 	return nil
@@ -82,7 +82,7 @@ func PlainText(field, value string) error {
 	for _, r := range value {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) ||
 			r == 0x200e || r == 0x200f || r == 0x061c {
-			return conditions.Userf("%s contains the control character %U; remove it", field, r)
+			return invalid("%s contains the control character %U; remove it", field, r)
 		}
 	}
 	return nil
@@ -96,22 +96,29 @@ func RepositoryURL(repoURL string) error {
 		if at, colon := strings.Index(repoURL, "@"), strings.Index(repoURL, ":"); at > 0 && colon > at+1 && colon < len(repoURL)-1 {
 			return nil // scp-like SSH: git@github.com:org/repo.git
 		}
-		return conditions.Userf("spec.source.repoURL must be an https://, http:// or ssh:// URL, or an SSH address like git@host:org/repo.git")
+		return invalid("spec.source.repoURL must be an https://, http:// or ssh:// URL, or an SSH address like git@host:org/repo.git")
 	}
 	u, err := url.Parse(repoURL)
 	if err != nil {
-		return conditions.Userf("spec.source.repoURL is not a URL with a host")
+		return invalid("spec.source.repoURL is not a URL with a host")
 	}
 	switch u.Scheme {
 	case "https", "http", "ssh":
 	default:
-		return conditions.Userf("spec.source.repoURL must be an https://, http:// or ssh:// URL, not %s://", u.Scheme)
+		return invalid("spec.source.repoURL must be an https://, http:// or ssh:// URL, not %s://", u.Scheme)
 	}
 	if u.Host == "" {
-		return conditions.Userf("spec.source.repoURL is not a URL with a host")
+		return invalid("spec.source.repoURL is not a URL with a host")
 	}
 	if _, hasPassword := u.User.Password(); hasPassword {
-		return conditions.Userf("spec.source.repoURL must not contain a password; put the credentials in a GitOpsDeploymentRepositoryCredential")
+		return invalid("spec.source.repoURL must not contain a password; put the credentials in a GitOpsDeploymentRepositoryCredential")
 	}
 	return nil
+}
+
+// ReasonInvalidSpec is the Ready reason of a spec that breaks a rule.
+const ReasonInvalidSpec = "InvalidSpec"
+
+func invalid(format string, args ...any) error {
+	return outcome.UserError(ReasonInvalidSpec, format, args...)
 }

@@ -1,0 +1,112 @@
+package deployment
+
+import (
+	"fmt"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/conditions"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
+)
+
+// Reasons of the Ready condition of a GitOpsDeployment (besides validation.ReasonInvalidSpec
+// and outcome.ReasonInternalError).
+const (
+	ReasonDeployed                = "Deployed"
+	ReasonProgressing             = "Progressing"
+	ReasonOutOfSync               = "OutOfSync"
+	ReasonComparisonError         = "ComparisonError"
+	ReasonSyncError               = "SyncError"
+	ReasonSyncFailed              = "SyncFailed"
+	ReasonDegraded                = "Degraded"
+	ReasonSuspended               = "Suspended"
+	ReasonEnvironmentNotFound     = "ManagedEnvironmentNotFound"
+	ReasonEnvironmentNotConnected = "ManagedEnvironmentNotConnected"
+)
+
+// progress says how far a GitOpsDeployment whose rows are written is from Ready. Its
+// generation counts as processed once Argo CD has compared the current spec (the state's
+// comparedTo is what want asks for); it is Ready when that comparison is Synced and
+// Healthy.
+func progress(depl *v1.GitOpsDeployment, want *desired, st *db.ApplicationState) outcome.Progress {
+	if want == nil || st == nil || !compared(st.ReconciledState, want) {
+		return outcome.Working(ReasonProgressing, "Waiting for Argo CD to compare the current spec", true)
+	}
+	status := &depl.Status
+	for _, c := range []struct {
+		typ    v1.GitOpsDeploymentConditionType
+		reason string
+	}{{v1.GitOpsDeploymentConditionComparisonError, ReasonComparisonError}, {v1.GitOpsDeploymentConditionSyncError, ReasonSyncError}} {
+		if found := conditions.Find(status.Conditions, c.typ); found != nil && found.Status == v1.GitOpsConditionStatusTrue {
+			return outcome.Failed(c.reason, found.Message)
+		}
+	}
+	revision := shortRevision(status.Sync.Revision)
+	if op := status.OperationState; op != nil && (op.Phase == "Failed" || op.Phase == "Error") && status.Sync.Status != v1.SyncStatusCodeSynced {
+		return outcome.Failed(ReasonSyncFailed, fmt.Sprintf("The sync of revision %s failed: %s", revision, op.Message))
+	}
+	switch status.Sync.Status {
+	case v1.SyncStatusCodeSynced:
+	case v1.SyncStatusCodeOutOfSync:
+		if depl.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated {
+			return outcome.Working(ReasonOutOfSync, fmt.Sprintf("Deploying revision %s", revision), false)
+		}
+		return outcome.Waiting(ReasonOutOfSync, fmt.Sprintf("The live resources differ from revision %s; a GitOpsDeploymentSyncRun deploys it", revision))
+	default:
+		return outcome.Working(ReasonProgressing, "Waiting for Argo CD to compare the live resources", false)
+	}
+	switch health := status.Health; health.Status {
+	case v1.HealthStatusCodeHealthy:
+		return outcome.Done(ReasonDeployed, fmt.Sprintf("Revision %s is deployed and healthy", revision))
+	case v1.HealthStatusCodeDegraded:
+		return outcome.Failed(ReasonDegraded, orDefault(health.Message, fmt.Sprintf("Revision %s is deployed, and some of its resources are Degraded", revision)))
+	case v1.HealthStatusCodeSuspended:
+		return outcome.Waiting(ReasonSuspended, orDefault(health.Message, fmt.Sprintf("Revision %s is deployed, and some of its resources are Suspended", revision)))
+	default:
+		return outcome.Working(ReasonProgressing, fmt.Sprintf("Revision %s is deployed; waiting for its resources to become healthy (%s)", revision, orDefault(string(health.Status), "Unknown")), false)
+	}
+}
+
+// compared reports whether Argo CD's last comparison was of the source and destination
+// that want asks for.
+func compared(cmp *argov1alpha1.ComparedTo, want *desired) bool {
+	if cmp == nil {
+		return false
+	}
+	in := want.input
+	if cmp.Source.RepoURL != in.RepoURL || cmp.Source.Path != in.Path || revision(cmp.Source.TargetRevision) != revision(in.TargetRevision) {
+		return false
+	}
+	dest := argocd.ApplicationSpec(in).Destination
+	return cmp.Destination.Namespace == dest.Namespace &&
+		(dest.Name == "" || cmp.Destination.Name == dest.Name) &&
+		(dest.Server == "" || cmp.Destination.Server == dest.Server)
+}
+
+// revision is a target revision as Argo CD resolves it: empty means HEAD.
+func revision(targetRevision string) string {
+	if targetRevision == "" {
+		return "HEAD"
+	}
+	return targetRevision
+}
+
+func shortRevision(rev string) string {
+	if rev == "" {
+		return "(unknown)"
+	}
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
