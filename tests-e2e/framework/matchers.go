@@ -84,3 +84,10 @@ func ConfigMapData(ctx context.Context, c client.Client, namespace, name string)
 
 // BeAbsent matches ConfigMapData's result for a ConfigMap that does not exist.
 func BeAbsent() types.GomegaMatcher { return gomega.HaveKey(absentKey) }
+
+// HaveReady matches a GitOpsDeployment whose Ready condition has this status and reason.
+func HaveReady(status v1.GitOpsConditionStatus, reason string) types.GomegaMatcher {
+	return gomega.HaveField("Status.Conditions", gomega.ContainElement(gomega.And(
+		gomega.HaveField("Type", v1.GitOpsDeploymentConditionType("Ready")), gomega.HaveField("Status", status),
+		gomega.HaveField("Reason", v1.GitOpsDeploymentReasonType(reason)))))
+}

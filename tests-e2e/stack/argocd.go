@@ -48,17 +48,29 @@ type ArgoCD struct {
 
 // ArgoCDBinDir is where hack/build-binaries.sh puts the Argo CD binary under its role names.
 func ArgoCDBinDir() (string, error) {
+	return builtDir("--argocd-dir", "argocd-application-controller")
+}
+
+// KubeBinDir is where hack/build-binaries.sh puts the Kubernetes binaries (the node's
+// components and kubectl).
+func KubeBinDir() (string, error) {
+	return builtDir("--kube-dir", "kubectl")
+}
+
+// builtDir asks hack/build-binaries.sh for a directory (flag) and checks that it holds
+// probe.
+func builtDir(flag, probe string) (string, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.Command(filepath.Join(root, "hack", "build-binaries.sh"), "--argocd-dir").Output()
+	out, err := exec.Command(filepath.Join(root, "hack", "build-binaries.sh"), flag).Output()
 	if err != nil {
-		return "", fmt.Errorf("hack/build-binaries.sh --argocd-dir: %w", err)
+		return "", fmt.Errorf("hack/build-binaries.sh %s: %w", flag, err)
 	}
 	dir := strings.TrimSpace(string(out))
-	if _, err := os.Stat(filepath.Join(dir, "argocd-application-controller")); err != nil {
-		return "", fmt.Errorf("argo CD is not built (run `make binaries`): %w", err)
+	if _, err := os.Stat(filepath.Join(dir, probe)); err != nil {
+		return "", fmt.Errorf("%s is not built (run `make binaries`): %w", probe, err)
 	}
 	return dir, nil
 }

@@ -29,13 +29,15 @@ const (
 
 // progress says how far a GitOpsDeployment whose rows are written is from Ready. Its
 // generation counts as processed once Argo CD has compared the current spec (the state's
-// comparedTo is what want asks for); it is Ready when that comparison is Synced and
-// Healthy.
+// comparedTo is what want asks for) or failed to; it is Ready when that comparison is
+// Synced and Healthy.
 func progress(depl *v1.GitOpsDeployment, want *desired, st *db.ApplicationState) outcome.Progress {
-	if want == nil || st == nil || !compared(st.ReconciledState, want) {
+	if want == nil || st == nil {
 		return outcome.Working(ReasonProgressing, "Waiting for Argo CD to compare the current spec", true)
 	}
 	status := &depl.Status
+	// A failed comparison leaves comparedTo at the last spec that could be compared, so
+	// it is an answer about the current spec too.
 	for _, c := range []struct {
 		typ    v1.GitOpsDeploymentConditionType
 		reason string
@@ -43,6 +45,9 @@ func progress(depl *v1.GitOpsDeployment, want *desired, st *db.ApplicationState)
 		if found := conditions.Find(status.Conditions, c.typ); found != nil && found.Status == v1.GitOpsConditionStatusTrue {
 			return outcome.Failed(c.reason, found.Message)
 		}
+	}
+	if !compared(st.ReconciledState, want) {
+		return outcome.Working(ReasonProgressing, "Waiting for Argo CD to compare the current spec", true)
 	}
 	revision := shortRevision(status.Sync.Revision)
 	if op := status.OperationState; op != nil && (op.Phase == "Failed" || op.Phase == "Error") && status.Sync.Status != v1.SyncStatusCodeSynced {

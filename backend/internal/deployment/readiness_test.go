@@ -48,6 +48,8 @@ func TestProgress(t *testing.T) {
 		"sync status unknown":      {want: want, state: state(comparedNow), status: status{Sync: v1.SyncStatus{Status: v1.SyncStatusCodeUnknown}}, ready: "False", reason: ReasonProgressing, working: true},
 		"comparison error (bad path)": {want: want, state: state(comparedNow), status: status{Sync: v1.SyncStatus{Status: v1.SyncStatusCodeUnknown}, Conditions: []v1.GitOpsDeploymentCondition{{Type: v1.GitOpsDeploymentConditionComparisonError, Status: v1.GitOpsConditionStatusTrue, Message: "app path does not exist"}}},
 			ready: "False", reason: ReasonComparisonError, stalled: true},
+		"comparison error of a spec not compared yet": {want: want, state: state(comparedBefore), status: status{Conditions: []v1.GitOpsDeploymentCondition{{Type: v1.GitOpsDeploymentConditionComparisonError, Status: v1.GitOpsConditionStatusTrue}}},
+			ready: "False", reason: ReasonComparisonError, stalled: true},
 		"resolved comparison error": {want: want, state: state(comparedNow), status: status{Sync: synced, Health: healthy, Conditions: []v1.GitOpsDeploymentCondition{{Type: v1.GitOpsDeploymentConditionComparisonError, Status: v1.GitOpsConditionStatusFalse}}},
 			ready: "True", reason: ReasonDeployed},
 		"sync error":  {want: want, state: state(comparedNow), status: status{Sync: outOfSync, Conditions: []v1.GitOpsDeploymentCondition{{Type: v1.GitOpsDeploymentConditionSyncError, Status: v1.GitOpsConditionStatusTrue}}}, ready: "False", reason: ReasonSyncError, stalled: true},
