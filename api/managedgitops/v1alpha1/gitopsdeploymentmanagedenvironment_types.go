@@ -69,7 +69,8 @@ type GitOpsDeploymentManagedEnvironmentStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: ConnectionInitializationSucceeded says whether the GitOps Service could
-	// connect to the cluster with the given credentials, and if not, why.
+	// connect to the cluster with the given credentials, and if not, why; Ready, Reconciling
+	// and Stalled say the same as kstatus reads them.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -134,6 +135,7 @@ const (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=gitopsdeplmanagedenv,categories=gitops
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="API URL",type=string,JSONPath=`.spec.apiURL`,description="The cluster's Kubernetes API"
 // +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="ConnectionInitializationSucceeded")].status`,description="Whether the cluster could be reached"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="ConnectionInitializationSucceeded")].reason`,priority=1

@@ -53,7 +53,8 @@ type GitOpsDeploymentRepositoryCredentialStatus struct {
 
 	// Conditions: ValidRepositoryUrl says whether spec.repository is a usable URL,
 	// ValidRepositoryCredential whether the credentials give access to it, and ErrorOccurred
-	// reports any other error.
+	// reports any other error; Ready, Reconciling and Stalled say the same as kstatus reads
+	// them.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -102,6 +103,7 @@ const (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=gitopsdeplrepocred,categories=gitops
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Repository",type=string,JSONPath=`.spec.repository`
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.secret`
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="ValidRepositoryCredential")].status`,description="Whether the credentials give access to the repository"

@@ -13,7 +13,6 @@ import (
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +26,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
-	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
@@ -96,49 +95,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !env.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	before := env.Status.DeepCopy()
-	cond := metav1.Condition{
-		Type: v1.ManagedEnvironmentConditionConnectionInitializationSucceeded, Status: metav1.ConditionTrue,
-		Reason: string(v1.ManagedEnvironmentReasonSucceeded), Message: "Connected to the cluster; Argo CD can deploy to it.",
-		ObservedGeneration: env.Generation,
-	}
+	start := env.DeepCopy()
 	err := r.connect(ctx, env)
-	var credErr *CredentialError
-	var result ctrl.Result
-	switch {
-	case errors.As(err, &credErr):
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, string(credErr.Reason), credErr.Message
-		err = nil // the user's to fix; a change of the environment or its Secret retries
-		if credErr.Transient {
-			cond.Message += "; retrying"
-			result.RequeueAfter = TransientRetry
-		}
-	case err != nil:
-		ctrl.LoggerFrom(ctx).Error(err, "connecting managed environment")
-		cond.Status, cond.Reason = metav1.ConditionFalse, string(v1.ManagedEnvironmentReasonUnknownError)
-		cond.Message = "An internal error occurred while connecting the environment; the service retries automatically."
-	}
+	cond := connectionCondition(err)
+	cond.ObservedGeneration = env.Generation
 	prev := meta.FindStatusCondition(env.Status.Conditions, cond.Type)
 	// One Event per change of the connection's state; a new generation or a retry with the
 	// same result (SetStatusCondition reports those as changes too) records nothing.
 	changed := prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason || prev.Message != cond.Message
 	meta.SetStatusCondition(&env.Status.Conditions, cond)
-	env.Status.ObservedGeneration = env.Generation
-	if !equality.Semantic.DeepEqual(before, &env.Status) {
-		orig := env.DeepCopy()
-		orig.Status = *before
-		if perr := statuspatch.Patch(ctx, r.Client, env, orig); perr != nil {
-			return statuspatch.Result(ctx, result, err, perr)
-		}
+	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}.End(ctx, env, start, outcome.Status{
+		Conditions:         outcome.MetaConditions{List: &env.Status.Conditions, Generation: env.Generation},
+		ObservedGeneration: &env.Status.ObservedGeneration,
+		Written: func() {
+			if changed && r.Recorder != nil {
+				eventType := corev1.EventTypeNormal
+				if cond.Status != metav1.ConditionTrue {
+					eventType = corev1.EventTypeWarning
+				}
+				r.Recorder.Event(env, eventType, cond.Reason, cond.Message)
+			}
+		},
+	}, outcome.Done(string(v1.ManagedEnvironmentReasonSucceeded), msgConnected), err)
+}
+
+const msgConnected = "Connected to the cluster; Argo CD can deploy to it."
+
+// connectionCondition is the ConnectionInitializationSucceeded condition api.md documents,
+// for the result of connect.
+func connectionCondition(err error) metav1.Condition {
+	cond := metav1.Condition{
+		Type: v1.ManagedEnvironmentConditionConnectionInitializationSucceeded, Status: metav1.ConditionTrue,
+		Reason: string(v1.ManagedEnvironmentReasonSucceeded), Message: msgConnected,
 	}
-	if changed && r.Recorder != nil {
-		eventType := corev1.EventTypeNormal
-		if cond.Status != metav1.ConditionTrue {
-			eventType = corev1.EventTypeWarning
-		}
-		r.Recorder.Event(env, eventType, cond.Reason, cond.Message)
+	switch e := outcome.As(err); {
+	case err == nil:
+	case e != nil && e.Kind != outcome.Internal:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, e.Reason, e.Message
+	default:
+		cond.Status, cond.Reason = metav1.ConditionFalse, string(v1.ManagedEnvironmentReasonUnknownError)
+		cond.Message = "An internal error occurred while connecting the environment; the service retries automatically."
 	}
-	return result, err
+	return cond
 }
 
 // TransientRetry is how soon an environment whose cluster could not be reached is tried again.

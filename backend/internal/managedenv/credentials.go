@@ -17,22 +17,13 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
-// CredentialError is a problem with what the user gave: its reason and message go to the
+// credErr is a problem with what the user gave: its reason and message go to the
 // ConnectionInitializationSucceeded condition. Messages never quote credentials.
-type CredentialError struct {
-	Reason  v1.ManagedEnvironmentConditionReason
-	Message string
-	// Transient says the cluster could not be reached or answered with a server error: the
-	// same credentials may work later, so the controller retries without waiting for a change.
-	Transient bool
-}
-
-func (e *CredentialError) Error() string { return e.Message }
-
 func credErr(reason v1.ManagedEnvironmentConditionReason, format string, args ...any) error {
-	return &CredentialError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return outcome.UserError(string(reason), format, args...)
 }
 
 // Connection is what a ManagedEnvironment resolves to.
@@ -179,12 +170,13 @@ func Verify(ctx context.Context, conn *Connection, namespaces []string) error {
 }
 
 func verifyErr(err error, namespace string) error {
-	return &CredentialError{
-		Reason:  v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials,
-		Message: hint(err, namespace),
-		Transient: !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) &&
-			!strings.Contains(err.Error(), "certificate"),
+	reason := string(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials)
+	// Unreachable, or a server error: the same credentials may work later.
+	if !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) &&
+		!strings.Contains(err.Error(), "certificate") {
+		return outcome.TransientError(reason, TransientRetry, "%s; retrying", hint(err, namespace))
 	}
+	return outcome.UserError(reason, "%s", hint(err, namespace))
 }
 
 // namespace is the namespace of spec.namespaces that was read, "" for a cluster-wide

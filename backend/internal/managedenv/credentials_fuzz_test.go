@@ -1,7 +1,6 @@
 package managedenv
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
 const fuzzSecretName = "cluster-credentials"
@@ -63,7 +63,7 @@ var credentialReasons = map[v1.ManagedEnvironmentConditionReason]bool{
 // FuzzResolve feeds arbitrary kubeconfig bytes and spec.apiURL values to Resolve. Besides not
 // panicking, it checks that a success is the context whose cluster's server is spec.apiURL,
 // with inline credentials and no file the service would read; that a failure is a
-// CredentialError with a known reason; and that no credential of the kubeconfig reaches an
+// user error with a known reason; and that no credential of the kubeconfig reaches an
 // error message: the credentials of every parsable input are replaced with unique markers,
 // and Resolve is run again on the rewritten kubeconfig.
 func FuzzResolve(f *testing.F) {
@@ -166,17 +166,17 @@ func checkResolve(t *testing.T, kubeconfig []byte, apiURL, namespace string, ins
 	}
 
 	if err != nil {
-		var ce *CredentialError
-		if !errors.As(err, &ce) {
-			t.Fatalf("error %v (%T) is not a CredentialError: it would not be shown to the user", err, err)
+		ce := outcome.As(err)
+		if ce == nil || !outcome.IsUser(err) {
+			t.Fatalf("error %v (%T) is not a user error: it would not be shown to the user", err, err)
 		}
-		if !credentialReasons[ce.Reason] {
+		if !credentialReasons[v1.ManagedEnvironmentConditionReason(ce.Reason)] {
 			t.Fatalf("unexpected reason %q (%v)", ce.Reason, err)
 		}
 		if ce.Message == "" {
 			t.Fatalf("empty message for reason %q", ce.Reason)
 		}
-		if strings.ContainsAny(apiURL, "?&#") && ce.Reason != v1.ManagedEnvironmentReasonUnsupportedAPIURL {
+		if strings.ContainsAny(apiURL, "?&#") && ce.Reason != string(v1.ManagedEnvironmentReasonUnsupportedAPIURL) {
 			t.Fatalf("apiURL %q has a query but the reason is %q", apiURL, ce.Reason)
 		}
 		for _, s := range secrets {
@@ -184,7 +184,7 @@ func checkResolve(t *testing.T, kubeconfig []byte, apiURL, namespace string, ins
 				t.Fatalf("error message quotes credential %q: %s", s, ce.Message)
 			}
 		}
-		if ce.Reason == v1.ManagedEnvironmentReasonUnableToParseKubeconfigData && len(kubeconfig) >= 8 &&
+		if ce.Reason == string(v1.ManagedEnvironmentReasonUnableToParseKubeconfigData) && len(kubeconfig) >= 8 &&
 			strings.Contains(ce.Message, string(kubeconfig)) {
 			t.Fatalf("error message quotes the kubeconfig: %s", ce.Message)
 		}
@@ -259,8 +259,8 @@ func FuzzAPIURL(f *testing.F) {
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fuzzSecretName}, Type: v1.ManagedEnvironmentSecretType,
 			Data: map[string][]byte{"kubeconfig": kubeconfig}}
 		_, err = Resolve(env, secret)
-		var ce *CredentialError
-		rejected := errors.As(err, &ce) && ce.Reason == v1.ManagedEnvironmentReasonUnsupportedAPIURL
+		ce := outcome.As(err)
+		rejected := ce != nil && ce.Reason == string(v1.ManagedEnvironmentReasonUnsupportedAPIURL)
 		if strings.ContainsAny(apiURL, "?&") && !rejected {
 			t.Fatalf("apiURL %q with a query is not rejected as UnsupportedAPIURL: %v", apiURL, err)
 		}

@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend/internal/clusterconfig"
 )
@@ -91,8 +92,7 @@ func installServiceAccount(ctx context.Context, conn *Connection, env *v1.GitOps
 		in.namespaces = env.Spec.Namespaces
 	}
 	token, err := in.install(ctx)
-	var ce *CredentialError
-	if errors.As(err, &ce) {
+	if outcome.As(err) != nil {
 		// Best effort: leave nothing behind that no stored token could remove later.
 		in.rollback(ctx)
 	}
@@ -232,8 +232,7 @@ func (in *installer) verify(ctx context.Context, token string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			var ce *CredentialError
-			if errors.As(err, &ce) {
+			if ce := outcome.As(err); ce != nil {
 				return credErr(v1.ManagedEnvironmentReasonUnableToInstallServiceAccount,
 					"the ServiceAccount %s/%s was installed, but its token does not work: %s", ServiceAccountNamespace, in.name, ce.Message)
 			}
@@ -281,7 +280,7 @@ func (in *installer) rollback(ctx context.Context) {
 	_ = in.cs.RbacV1().ClusterRoles().Delete(ctx, in.name, metav1.DeleteOptions{PropagationPolicy: &background})
 }
 
-// fail turns an API error of an install step into a CredentialError saying which
+// fail turns an API error of an install step into a user error saying which
 // permission is missing; other errors (transport, timeouts) are returned for a retry. The
 // API server's own message is not quoted: it is not needed and could, for a Secret, echo
 // its data.

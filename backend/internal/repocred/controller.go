@@ -12,7 +12,6 @@ import (
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +23,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
-	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
@@ -99,32 +98,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !cred.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	before := cred.Status.DeepCopy()
+	start := cred.DeepCopy()
 	conds := &cred.Status.Conditions
 	gen := cred.Generation
 	set := func(typ string, status metav1.ConditionStatus, reason, message string) bool {
 		return meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: gen})
 	}
-	result := ctrl.Result{}
 	err := r.connect(ctx, cred)
-	var p *Problem
-	switch {
-	case errors.As(err, &p):
+	switch p := outcome.As(err); {
+	case p != nil && p.Kind != outcome.Internal:
 		set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionTrue, v1.RepositoryCredentialReasonErrorOccurred, p.Message)
-		set(p.Condition, metav1.ConditionFalse, p.Reason, p.Message)
+		set(problemCondition(p.Reason), metav1.ConditionFalse, p.Reason, p.Message)
 		// The other property could not be checked: its state is unknown.
 		other := v1.RepositoryCredentialConditionValidRepositoryUrl
-		if p.Condition == other {
+		if problemCondition(p.Reason) == other {
 			other = v1.RepositoryCredentialConditionValidRepositoryCredential
 		}
 		meta.RemoveStatusCondition(conds, other)
 		if p.Reason == v1.RepositoryCredentialReasonInvalidCredentials || p.Reason == v1.RepositoryCredentialReasonInvalidRepositoryUrl {
 			// The server's answer may change without the CR or Secret changing.
-			result.RequeueAfter = r.RevalidateInterval
+			p.Kind, p.RetryAfter = outcome.Stalled, r.RevalidateInterval
 		}
-		err = nil // the user's to fix; a change of the credential or its Secret retries
 	case err != nil:
-		ctrl.LoggerFrom(ctx).Error(err, "storing repository credential")
 		set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionTrue, v1.RepositoryCredentialReasonErrorOccurred,
 			"An internal error occurred while storing the credentials; the service retries automatically.")
 	default:
@@ -132,32 +127,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		set(v1.RepositoryCredentialConditionValidRepositoryUrl, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidRepositoryUrl,
 			"The repository exists and is reachable.")
 		set(v1.RepositoryCredentialConditionValidRepositoryCredential, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidCredentials,
-			"The credentials give access to the repository.")
-		result.RequeueAfter = r.RevalidateInterval
+			msgValid)
 	}
-	cred.Status.ObservedGeneration = cred.Generation
-	if !equality.Semantic.DeepEqual(before, &cred.Status) {
-		orig := cred.DeepCopy()
-		orig.Status = *before
-		if perr := statuspatch.Patch(ctx, r.Client, cred, orig); perr != nil {
-			return statuspatch.Result(ctx, ctrl.Result{}, err, perr)
-		}
-	}
-	if r.Recorder != nil {
-		r.recordTransition(cred, before.Conditions, *conds)
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return result, nil
+	done := outcome.Done(v1.RepositoryCredentialReasonValidCredentials, msgValid)
+	done.RequeueAfter = r.RevalidateInterval
+	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}.End(ctx, cred, start, outcome.Status{
+		Conditions:         outcome.MetaConditions{List: conds, Generation: gen},
+		ObservedGeneration: &cred.Status.ObservedGeneration,
+		Written: func() {
+			if r.Recorder != nil {
+				r.recordTransition(cred, start.Status.Conditions, *conds)
+			}
+		},
+	}, done, err)
 }
+
+const msgValid = "The credentials give access to the repository."
 
 // connect validates the credentials and stores them; unchanged credentials write nothing.
 func (r *Reconciler) connect(ctx context.Context, cred *v1.GitOpsDeploymentRepositoryCredential) error {
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cred.Namespace, Name: cred.Spec.Secret}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonSecretNotFound,
+			return problem(v1.RepositoryCredentialReasonSecretNotFound,
 				"Secret %q (spec.secret) does not exist in namespace %q", cred.Spec.Secret, cred.Namespace)
 		}
 		return err
@@ -268,7 +260,7 @@ func (r *Reconciler) recordTransition(cred *v1.GitOpsDeploymentRepositoryCredent
 		return
 	}
 	if was.status != metav1.ConditionFalse {
-		r.Recorder.Event(cred, corev1.EventTypeNormal, v1.RepositoryCredentialReasonValidCredentials, "The credentials give access to the repository.")
+		r.Recorder.Event(cred, corev1.EventTypeNormal, v1.RepositoryCredentialReasonValidCredentials, msgValid)
 	}
 }
 

@@ -3,7 +3,6 @@ package repocred
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -18,23 +17,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
 // validationTimeout bounds one remote listing.
 const validationTimeout = 30 * time.Second
 
-// Problem is a problem the user has to fix: which condition it makes False, why, and a
-// message that never contains the credentials.
-type Problem struct {
-	Condition string // v1.RepositoryCredentialCondition*
-	Reason    string
-	Message   string
+// problem is a problem the user has to fix: its reason (which names the condition it makes
+// False, see problemCondition) and a message that never contains the credentials.
+func problem(reason, format string, args ...any) error {
+	return outcome.UserError(reason, format, args...)
 }
 
-func (p *Problem) Error() string { return p.Message }
-
-func problem(condition, reason, format string, args ...any) *Problem {
-	return &Problem{Condition: condition, Reason: reason, Message: fmt.Sprintf(format, args...)}
+// problemCondition is the condition a problem's reason makes False.
+func problemCondition(reason string) string {
+	if reason == v1.RepositoryCredentialReasonInvalidRepositoryUrl {
+		return v1.RepositoryCredentialConditionValidRepositoryUrl
+	}
+	return v1.RepositoryCredentialConditionValidRepositoryCredential
 }
 
 // Credentials are the credentials read from a repository credential Secret.
@@ -45,7 +45,7 @@ type Credentials struct {
 // Resolve reads the credentials from secret, or reports what is wrong with it.
 func Resolve(cred *v1.GitOpsDeploymentRepositoryCredential, secret *corev1.Secret) (*Credentials, error) {
 	if secret.Type != v1.RepositoryCredentialSecretType {
-		return nil, problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonSecretInvalidType,
+		return nil, problem(v1.RepositoryCredentialReasonSecretInvalidType,
 			"Secret %q (spec.secret) must be of type %q, not %q", secret.Name, v1.RepositoryCredentialSecretType, secret.Type)
 	}
 	c := &Credentials{
@@ -56,10 +56,10 @@ func Resolve(cred *v1.GitOpsDeploymentRepositoryCredential, secret *corev1.Secre
 	ssh := strings.HasPrefix(cred.Spec.Repository, "ssh://")
 	switch {
 	case ssh && len(c.SSHPrivateKey) == 0:
-		return nil, problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonSecretInvalidType,
+		return nil, problem(v1.RepositoryCredentialReasonSecretInvalidType,
 			"Secret %q (spec.secret) has no %q key, which an ssh:// repository needs", secret.Name, v1.RepositoryCredentialSecretSSHPrivateKeyKey)
 	case !ssh && (len(c.Username) == 0 || len(c.Password) == 0):
-		return nil, problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonSecretInvalidType,
+		return nil, problem(v1.RepositoryCredentialReasonSecretInvalidType,
 			"Secret %q (spec.secret) must have non-empty %q and %q keys for an https:// repository", secret.Name,
 			v1.RepositoryCredentialSecretUsernameKey, v1.RepositoryCredentialSecretPasswordKey)
 	}
@@ -77,11 +77,11 @@ func Resolve(cred *v1.GitOpsDeploymentRepositoryCredential, secret *corev1.Secre
 func Verify(ctx context.Context, repository string, creds *Credentials, caBundle []byte) error {
 	u, err := url.Parse(repository)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "ssh") {
-		return problem(v1.RepositoryCredentialConditionValidRepositoryUrl, v1.RepositoryCredentialReasonInvalidRepositoryUrl,
+		return problem(v1.RepositoryCredentialReasonInvalidRepositoryUrl,
 			"spec.repository must be an https:// or ssh:// URL with a host")
 	}
 	if _, hasPassword := u.User.Password(); hasPassword {
-		return problem(v1.RepositoryCredentialConditionValidRepositoryUrl, v1.RepositoryCredentialReasonInvalidRepositoryUrl,
+		return problem(v1.RepositoryCredentialReasonInvalidRepositoryUrl,
 			"spec.repository must not contain a password; put it in the Secret")
 	}
 	var auth transport.AuthMethod
@@ -92,7 +92,7 @@ func Verify(ctx context.Context, repository string, creds *Credentials, caBundle
 		}
 		keys, err := gitssh.NewPublicKeys(user, creds.SSHPrivateKey, "")
 		if err != nil {
-			return problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonInvalidCredentials,
+			return problem(v1.RepositoryCredentialReasonInvalidCredentials,
 				"the %q key of the Secret is not a usable, unencrypted SSH private key", v1.RepositoryCredentialSecretSSHPrivateKeyKey)
 		}
 		// Public-key authentication does not reveal the key to the server, and Argo CD checks
@@ -111,13 +111,13 @@ func Verify(ctx context.Context, repository string, creds *Credentials, caBundle
 		return nil
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
 		isSSHAuthFailure(err):
-		return problem(v1.RepositoryCredentialConditionValidRepositoryCredential, v1.RepositoryCredentialReasonInvalidCredentials,
+		return problem(v1.RepositoryCredentialReasonInvalidCredentials,
 			"the repository %s refused the credentials in the Secret", u.Redacted())
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return problem(v1.RepositoryCredentialConditionValidRepositoryUrl, v1.RepositoryCredentialReasonInvalidRepositoryUrl,
+		return problem(v1.RepositoryCredentialReasonInvalidRepositoryUrl,
 			"repository %s was not found", u.Redacted())
 	default:
-		return problem(v1.RepositoryCredentialConditionValidRepositoryUrl, v1.RepositoryCredentialReasonInvalidRepositoryUrl,
+		return problem(v1.RepositoryCredentialReasonInvalidRepositoryUrl,
 			"repository %s could not be reached: %s", u.Redacted(), redact(cause(err), creds))
 	}
 }

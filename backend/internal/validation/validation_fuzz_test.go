@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
-	"github.com/gitops-service/gitops-service/backend-shared/conditions"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
 // syncOptionCandidates are what the fuzzer picks sync options from.
@@ -102,7 +102,7 @@ func FuzzGitOpsDeployment(f *testing.F) {
 			if e == nil {
 				continue
 			}
-			if msg, ok := conditions.UserMessage(e); !ok || msg == "" {
+			if !outcome.IsUser(e) || outcome.As(e).Message == "" {
 				t.Fatalf("validation error %v (%T) is not a user error with a message", e, e)
 			}
 		}
