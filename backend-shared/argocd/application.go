@@ -28,6 +28,9 @@ const (
 
 	// FieldManager is the server-side apply field owner of the service's objects.
 	FieldManager = "gitops-service"
+	// AnnotationRefreshHandled on an Application is the last refresh request (see
+	// db.Application.Refresh) the cluster-agent passed on to Argo CD.
+	AnnotationRefreshHandled = "managed-gitops.redhat.com/refresh"
 )
 
 // Sync behaviour every Application gets: background pruning (foreground deletion needs

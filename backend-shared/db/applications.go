@@ -32,8 +32,11 @@ type Application struct {
 	// (see MoveTenant); empty when it is not moving.
 	MovingFromEngineInstanceID string                       `bun:"moving_from_engine_instance_id,nullzero,type:uuid"`
 	Spec                       argov1alpha1.ApplicationSpec `bun:"spec,type:jsonb,notnull"`
-	CreatedAt                  time.Time                    `bun:"created_at,nullzero,notnull,default:current_timestamp"`
-	UpdatedAt                  time.Time                    `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+	// Refresh is the last refresh request: a new value makes the cluster-agent ask Argo CD
+	// to refresh the Application now.
+	Refresh   string    `bun:"refresh,notnull"`
+	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+	UpdatedAt time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
 }
 
 // UpsertApplication inserts app, or updates the application of the same name when its
@@ -46,7 +49,7 @@ type Application struct {
 // instance it is moving from ends the move. MoveTenant is the normal way to move; this
 // keeps the rows consistent if a placement changes underneath a reconcile.
 func (s *Store) UpsertApplication(ctx context.Context, idb bun.IDB, app *Application) (changed bool, err error) {
-	columns := []string{"tenant_id", "name", "engine_instance_id", "managed_environment_id", "spec"}
+	columns := []string{"tenant_id", "name", "engine_instance_id", "managed_environment_id", "spec", "refresh"}
 	if app.ID != "" {
 		// The backend uses the GitOpsDeployment's UID, so notifications about the
 		// application map to the CR without a lookup.
@@ -62,10 +65,11 @@ func (s *Store) UpsertApplication(ctx context.Context, idb bun.IDB, app *Applica
 			"ELSE app.engine_instance_id END").
 		Set("managed_environment_id = EXCLUDED.managed_environment_id").
 		Set("spec = EXCLUDED.spec").
+		Set("refresh = EXCLUDED.refresh").
 		Set("updated_at = now()").
 		Where("app.tenant_id = EXCLUDED.tenant_id").
-		Where("(app.engine_instance_id, app.managed_environment_id, app.spec) IS DISTINCT FROM " +
-			"(EXCLUDED.engine_instance_id, EXCLUDED.managed_environment_id, EXCLUDED.spec)").
+		Where("(app.engine_instance_id, app.managed_environment_id, app.spec, app.refresh) IS DISTINCT FROM " +
+			"(EXCLUDED.engine_instance_id, EXCLUDED.managed_environment_id, EXCLUDED.spec, EXCLUDED.refresh)").
 		Returning("*").
 		Exec(ctx)
 	if err != nil {

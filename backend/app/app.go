@@ -25,6 +25,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/dbmetrics"
 	"github.com/gitops-service/gitops-service/backend/internal/deployment"
 	"github.com/gitops-service/gitops-service/backend/internal/events"
+	"github.com/gitops-service/gitops-service/backend/internal/gitwebhook"
 	"github.com/gitops-service/gitops-service/backend/internal/managedenv"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
@@ -66,6 +67,10 @@ type Options struct {
 	// RepositoryRevalidateInterval is how often repository credentials are checked again
 	// against their Git servers; 0 disables it.
 	RepositoryRevalidateInterval time.Duration
+	// GitWebhookAddr serves the Git webhook receiver ("0" or "" disables it) with the
+	// certificate in GitWebhookCertDir.
+	GitWebhookAddr    string
+	GitWebhookCertDir string
 }
 
 // BindFlags registers the options on fs.
@@ -83,6 +88,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How often, besides at once when the engine instances change, tenants are moved off draining engine instances and from overloaded to underloaded ones (jittered ±20%; 0 disables rebalancing).")
 	fs.IntVar(&o.RebalanceMaxMoves, "rebalance-max-moves", rebalance.DefaultMaxMoves, "Most tenants one rebalancing run starts moving.")
 	fs.DurationVar(&o.RepositoryRevalidateInterval, "repository-revalidate-interval", repocred.DefaultRevalidateInterval, "How often repository credentials are checked again against their Git servers, without a change of the CR or Secret (0 disables).")
+	fs.StringVar(&o.GitWebhookAddr, "git-webhook-bind-address", "0", "Address the Git webhook receiver (push events of GitHub, GitLab, Gitea, Forgejo and Bitbucket, at /hooks/<namespace>) binds to; \"0\" disables it.")
+	fs.StringVar(&o.GitWebhookCertDir, "git-webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the Git webhook receiver's TLS certificate (tls.crt, tls.key), reloaded when it changes.")
 	fs.StringVar(&o.RepositoryCAFile, "repository-ca-file", "", "PEM file of extra certificate authorities to trust when checking https:// repository credentials.")
 }
 
@@ -228,6 +235,12 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		// A second backend in one process (tests) registers once.
 		var already prometheus.AlreadyRegisteredError
 		if !errors.As(err, &already) {
+			return err
+		}
+	}
+	if o.GitWebhookAddr != "" && o.GitWebhookAddr != "0" {
+		receiver := &gitwebhook.Receiver{Client: mgr.GetClient()}
+		if err := mgr.Add(&gitwebhook.Server{Addr: o.GitWebhookAddr, CertDir: o.GitWebhookCertDir, Receiver: receiver}); err != nil {
 			return err
 		}
 	}

@@ -239,3 +239,28 @@ func TestApplicationDriftIsReverted(t *testing.T) {
 	g.Consistently(func() float64 { return counter(t, "gitops_cluster_agent_application_drift_reverted_total") },
 		2*time.Second, interval).Should(Equal(reverted))
 }
+
+func TestApplicationRefreshIsPassedToArgoCDOnce(t *testing.T) {
+	e := startAgent(t, true, nil)
+	g := e.g()
+	tenant := e.tenant()
+	row := e.application(tenant, uuid.NewString(), repoURL, "apps/one", "team-a", true)
+	e.completed(e.signal(db.OperationResourceApplication, row.ID, tenant.ID).ID)
+	g.Expect(e.argoApp(row.Name).Annotations).NotTo(HaveKey(argov1alpha1.AnnotationKeyRefresh))
+
+	row.Refresh = "2026-11-26T10:00:00Z"
+	changed, err := e.store.UpsertApplication(e.ctx, e.db, row)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeTrue())
+	e.completed(e.signal(db.OperationResourceApplication, row.ID, tenant.ID).ID)
+	g.Expect(e.argoApp(row.Name).Annotations).To(And(
+		HaveKeyWithValue(argov1alpha1.AnnotationKeyRefresh, string(argov1alpha1.RefreshTypeNormal)),
+		HaveKeyWithValue(argocd.AnnotationRefreshHandled, row.Refresh)))
+
+	// Argo CD refreshes and removes its annotation: neither the agent's apply nor its drift
+	// check asks again for the same request.
+	e.argoUpdate(row.Name, func(a *argov1alpha1.Application) { delete(a.Annotations, argov1alpha1.AnnotationKeyRefresh) })
+	e.completed(e.signal(db.OperationResourceApplication, row.ID, tenant.ID).ID)
+	g.Consistently(func() map[string]string { return e.argoApp(row.Name).Annotations }, 2*time.Second, interval).
+		ShouldNot(HaveKey(argov1alpha1.AnnotationKeyRefresh))
+}

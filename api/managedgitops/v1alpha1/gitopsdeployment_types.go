@@ -14,6 +14,11 @@ import (
 // It behaves like Argo CD's resources-finalizer.argocd.argoproj.io.
 const FinalizerResourcesFinalizer = "resources-finalizer.managed-gitops.redhat.com"
 
+// RefreshAnnotation on a GitOpsDeployment asks for a refresh: any new value (a timestamp,
+// say) makes Argo CD fetch the repository and compare the deployment now instead of at its
+// next poll. status.lastHandledRefresh records the last value acted on.
+const RefreshAnnotation = "managed-gitops.redhat.com/refresh"
+
 // GitOpsDeploymentSpecType says when the GitOps Service deploys the contents of the repository.
 // +kubebuilder:validation:Enum=automated;manual
 type GitOpsDeploymentSpecType string
@@ -179,6 +184,11 @@ type GitOpsDeploymentStatus struct {
 	// OperationState describes the last (or current) deployment operation, as Argo CD reports it.
 	// +optional
 	OperationState *OperationState `json:"operationState,omitempty"`
+
+	// LastHandledRefresh is the value of the managed-gitops.redhat.com/refresh annotation
+	// that was last passed on to Argo CD.
+	// +optional
+	LastHandledRefresh string `json:"lastHandledRefresh,omitempty"`
 }
 
 // SyncStatus says whether the live resources match the repository.

@@ -61,6 +61,7 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 			EngineInstanceID:     engine.ID,
 			ManagedEnvironmentID: want.managedEnvironmentID,
 			Spec:                 argocd.ApplicationSpec(want.input),
+			Refresh:              depl.Annotations[v1.RefreshAnnotation],
 		}
 		changed, err := r.Store.UpsertApplication(ctx, tx, app)
 		if err != nil {
@@ -111,7 +112,11 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 		return tenant, nil, err
 	}
 	crashpoint.Hit(crashpoint.BackendAfterApplyCommit)
-	return tenant, want, r.Signal.CRs(ctx, ops...)
+	if err := r.Signal.CRs(ctx, ops...); err != nil {
+		return tenant, want, err
+	}
+	depl.Status.LastHandledRefresh = depl.Annotations[v1.RefreshAnnotation]
+	return tenant, want, nil
 }
 
 func containsOp(ops []*db.Operation, id string) bool {

@@ -199,7 +199,8 @@ func (r *Reconciler) applicationGone(ctx context.Context, applicationID string) 
 }
 
 // specOrLifecycleChanged passes creations, deletions and updates that change the spec
-// (generation), the deletion timestamp or the finalizers: not our own status writes.
+// (generation), the refresh annotation, the deletion timestamp or the finalizers: not our
+// own status writes.
 type specOrLifecycleChanged struct{ predicate.Funcs }
 
 func (specOrLifecycleChanged) Update(e event.UpdateEvent) bool {
@@ -207,6 +208,7 @@ func (specOrLifecycleChanged) Update(e event.UpdateEvent) bool {
 		return true
 	}
 	return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+		e.ObjectOld.GetAnnotations()[v1.RefreshAnnotation] != e.ObjectNew.GetAnnotations()[v1.RefreshAnnotation] ||
 		!e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
 		!equality.Semantic.DeepEqual(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
 }

@@ -24,8 +24,8 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
-	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/internal/clusterconfig"
 )
 

@@ -94,7 +94,30 @@ func (a *Applications) Handle(ctx context.Context, t operation.Target) (operatio
 		}
 		return operation.Outcome{}, fmt.Errorf("applying Argo CD Application %s: %w", row.Name, err)
 	}
+	if err := a.refresh(ctx, app, live, row.Refresh); err != nil {
+		return operation.Outcome{}, err
+	}
 	return operation.Completed(fmt.Sprintf("Argo CD Application %s is up to date", row.Name)), nil
+}
+
+// RefreshFieldManager owns the annotations of a refresh request, so that the service's
+// server-side apply (which does not send them) never takes them back: Argo CD removes its
+// refresh annotation once it has refreshed.
+const RefreshFieldManager = "gitops-service-refresh"
+
+// refresh asks Argo CD to refresh the Application now when the row carries a refresh
+// request it has not been asked for yet: it sets Argo CD's refresh annotation and records
+// the request as handled, in one patch.
+func (a *Applications) refresh(ctx context.Context, app, live *argov1alpha1.Application, request string) error {
+	if request == "" || (live.Name != "" && live.Annotations[argocd.AnnotationRefreshHandled] == request) {
+		return nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q}}}`,
+		argov1alpha1.AnnotationKeyRefresh, string(argov1alpha1.RefreshTypeNormal), argocd.AnnotationRefreshHandled, request)
+	if err := a.Client.Patch(ctx, app, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(RefreshFieldManager)); err != nil {
+		return fmt.Errorf("asking Argo CD to refresh Application %s: %w", app.Name, err)
+	}
+	return nil
 }
 
 // delete deletes the Argo CD Application of a missing row (found by name and by label) and
