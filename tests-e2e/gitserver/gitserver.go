@@ -29,6 +29,8 @@ type Server struct {
 
 	mu      sync.Mutex
 	private map[string]Credentials // repository name → credentials
+	// onCommit is Options.OnCommit.
+	onCommit func(name, branch, commit string) error
 }
 
 // Credentials of a private repository.
@@ -45,6 +47,9 @@ type Options struct {
 	// Listener, if set, is served instead of a new one on Addr (a listener inside the
 	// one-node cluster's network namespace, say).
 	Listener net.Listener
+	// OnCommit, if set, runs after every commit, as a post-receive hook runs after a push
+	// (a webhook to the service, say); its error fails the commit.
+	OnCommit func(name, branch, commit string) error
 }
 
 // Start serves the repositories under root (created if missing).
@@ -63,7 +68,7 @@ func Start(root string, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{root: root, private: map[string]Credentials{}}
+	s := &Server{root: root, private: map[string]Credentials{}, onCommit: opts.OnCommit}
 	cgiHandler := &cgi.Handler{
 		Path: backend,
 		Dir:  root,
@@ -170,7 +175,16 @@ func (s *Server) Commit(name string, files map[string]string, message string) (s
 		return "", err
 	}
 	out, err := gitOutput(dir, "rev-parse", "HEAD")
-	return strings.TrimSpace(out), err
+	if err != nil {
+		return "", err
+	}
+	commit := strings.TrimSpace(out)
+	if s.onCommit != nil {
+		if err := s.onCommit(name, "main", commit); err != nil {
+			return commit, fmt.Errorf("the post-commit hook of %s: %w", name, err)
+		}
+	}
+	return commit, nil
 }
 
 func git(dir string, args ...string) error {

@@ -53,6 +53,11 @@ type Options struct {
 	// as the admin. Stop then also fails if the API server refused a binary's request (see
 	// Stack.Forbidden). Argo CD keeps the admin kubeconfig.
 	LeastPrivilege bool
+	// ArgoCDPolling is how often Argo CD looks for new commits (default 10s; Argo CD's own
+	// default is 3m).
+	ArgoCDPolling time.Duration
+	// GitWebhook makes the backend serve its Git webhook receiver (Stack.GitWebhook).
+	GitWebhook bool
 }
 
 // Stack is a running service.
@@ -67,6 +72,8 @@ type Stack struct {
 	LogDir      string
 	// MetricsAddr of each binary (127.0.0.1:port).
 	MetricsAddr map[string]string
+	// GitWebhook is the backend's Git webhook receiver, when Options.GitWebhook was set.
+	GitWebhook *GitWebhook
 	// ArgoCD is the running Argo CD, when Options.ArgoCD was set.
 	ArgoCD *ArgoCD
 	// Git is the running Git server, when Options.GitServerAddr was set.
@@ -218,7 +225,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		if err := InstallArgoCD(ctx, s.ControlPlane.Client, EngineNamespace); err != nil {
 			return s, err
 		}
-		argoOpts := ArgoCDOptions{Kubeconfig: s.Kubeconfig, Namespace: EngineNamespace, Dir: s.LogDir}
+		argoOpts := ArgoCDOptions{Kubeconfig: s.Kubeconfig, Namespace: EngineNamespace, Dir: s.LogDir, ReconciliationTimeout: opts.ArgoCDPolling}
 		if gitCA != "" {
 			argoOpts.TrustedCAs = map[string][]byte{"127.0.0.1": s.Git.CAPEM}
 		}
@@ -243,6 +250,12 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		args := l.args
 		if name == "backend" && gitCA != "" {
 			args = append(args, "--repository-ca-file="+gitCA)
+		}
+		if name == "backend" && opts.GitWebhook {
+			if s.GitWebhook, err = newGitWebhook(dir); err != nil {
+				return s, err
+			}
+			args = append(args, s.GitWebhook.args()...)
 		}
 		if name == "appstudio-controller" {
 			// Provisioned DeploymentTargets point at this API server, as Argo CD reaches it.
