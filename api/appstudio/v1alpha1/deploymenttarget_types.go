@@ -80,6 +80,14 @@ type DeploymentTargetStatus struct {
 	// Phase is Pending, Available, Bound, Released or Failed.
 	// +optional
 	Phase DeploymentTargetPhase `json:"phase,omitempty"`
+
+	// Conditions say, as kstatus reads them, whether the target is usable (Ready: Available
+	// or Bound), is being bound (Reconciling: Pending) or failed (Stalled: Failed). A
+	// Released target is not Ready and waits for an administrator.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // DeploymentTarget is a place to deploy to (a namespace of a cluster, with credentials), as a
@@ -87,7 +95,8 @@ type DeploymentTargetStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=dt
+// +kubebuilder:resource:shortName=dt,categories=appstudio
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the target is Available or Bound"
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.deploymentTargetClassName`
 // +kubebuilder:printcolumn:name="Claim",type=string,JSONPath=`.spec.claimRef`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`

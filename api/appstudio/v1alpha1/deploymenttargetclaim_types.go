@@ -77,7 +77,9 @@ type DeploymentTargetClaimStatus struct {
 	Phase DeploymentTargetClaimPhase `json:"phase,omitempty"`
 
 	// Conditions report the provisioning of a DeploymentTarget for the claim by a dynamic
-	// provisioner (type Provisioned; see the user guide for its reasons).
+	// provisioner (type Provisioned; see the user guide for its reasons) and, as kstatus
+	// reads them, whether the claim is bound (Ready), waits to be (Reconciling) or lost its
+	// target (Stalled).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -94,7 +96,8 @@ const DeploymentTargetClaimConditionProvisioned = "Provisioned"
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=dtc
+// +kubebuilder:resource:shortName=dtc,categories=appstudio
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the claim is bound"
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.deploymentTargetClassName`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`

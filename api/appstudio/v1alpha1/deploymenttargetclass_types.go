@@ -52,7 +52,7 @@ type DeploymentTargetClassSpec struct {
 // a StorageClass is for PersistentVolumes. It is cluster-scoped.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=dtcls
+// +kubebuilder:resource:scope=Cluster,shortName=dtcls,categories=appstudio
 // +kubebuilder:printcolumn:name="Provisioner",type=string,JSONPath=`.spec.provisioner`
 // +kubebuilder:printcolumn:name="Reclaim Policy",type=string,JSONPath=`.spec.reclaimPolicy`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

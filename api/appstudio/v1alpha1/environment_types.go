@@ -174,7 +174,9 @@ type EnvironmentStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions report problems with the Environment (type ErrorOccurred).
+	// Conditions report problems with the Environment (type ErrorOccurred) and, as kstatus
+	// reads them, whether it can be deployed to (Ready: its cluster, if any, is connected),
+	// is still being set up (Reconciling) or cannot be without a change (Stalled).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -198,10 +200,12 @@ const (
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=env
+// +kubebuilder:resource:shortName=env,categories=appstudio
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the Environment can be deployed to"
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.deploymentStrategy`
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parentEnvironment`,priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Environment struct {
 	metav1.TypeMeta   `json:",inline"`

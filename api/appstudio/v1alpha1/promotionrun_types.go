@@ -115,7 +115,9 @@ type PromotionRunStatus struct {
 	// +optional
 	PromotionStartTime *metav1.Time `json:"promotionStartTime,omitempty"`
 
-	// Conditions report errors of the promotion (type ErrorOccurred).
+	// Conditions report errors of the promotion (type ErrorOccurred) and, as kstatus reads
+	// them, whether it succeeded (Ready), is running or waits its turn (Reconciling) or
+	// failed (Stalled).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -221,12 +223,14 @@ type PromotionRunCondition struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=promotion
+// +kubebuilder:resource:shortName=promotion,categories=appstudio
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the promotion succeeded"
 // +kubebuilder:printcolumn:name="Application",type=string,JSONPath=`.spec.application`
 // +kubebuilder:printcolumn:name="Snapshot",type=string,JSONPath=`.spec.snapshot`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.manualPromotion.targetEnvironment`,description="Environment promoted to (manual promotions)"
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Result",type=string,JSONPath=`.status.completionResult`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PromotionRun struct {
 	metav1.TypeMeta   `json:",inline"`

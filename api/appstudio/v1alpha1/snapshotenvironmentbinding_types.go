@@ -119,6 +119,15 @@ type SnapshotEnvironmentBindingStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	ComponentDeploymentConditions []metav1.Condition `json:"componentDeploymentConditions,omitempty"`
+
+	// Conditions say, as kstatus reads them, whether the binding is deployed (Ready: its
+	// GitOpsDeployments are generated and every component is Synced and Healthy), is being
+	// deployed (Reconciling) or cannot be without a change (Stalled). BindingConditions and
+	// ComponentDeploymentConditions keep reporting what the API documents.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // BindingStatusGitOpsDeployment is a GitOpsDeployment generated for one component.
@@ -215,10 +224,13 @@ const (
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=seb
+// +kubebuilder:resource:shortName=seb,categories=appstudio
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether every component is deployed"
 // +kubebuilder:printcolumn:name="Application",type=string,JSONPath=`.spec.application`
 // +kubebuilder:printcolumn:name="Environment",type=string,JSONPath=`.spec.environment`
 // +kubebuilder:printcolumn:name="Snapshot",type=string,JSONPath=`.spec.snapshot`
+// +kubebuilder:printcolumn:name="Deployed",type=string,JSONPath=`.status.componentDeploymentConditions[?(@.type=="AllComponentsDeployed")].status`,description="Whether every component is Synced and Healthy"
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SnapshotEnvironmentBinding struct {
 	metav1.TypeMeta   `json:",inline"`
