@@ -2,6 +2,7 @@ package outcome
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -120,8 +121,9 @@ type Status struct {
 
 // End finishes a reconcile of obj, read as start: it reports progress or err in the
 // conditions, moves observedGeneration when the generation is processed, patches the
-// status if it changed (once, with the optimistic lock), records an Event when Ready
-// changes, and returns what the workqueue should do.
+// status if it changed (once, with the optimistic lock), records an Event when it becomes
+// Ready, Stalled or fails internally, counts the outcome and the write, and returns what
+// the workqueue should do.
 func (e Ending) End(ctx context.Context, obj, start client.Object, status Status, progress Progress, err error) (ctrl.Result, error) {
 	// An internal error is returned, and so logged by the controller with its backoff.
 	p, returned := Summarize(progress, err)
@@ -134,6 +136,8 @@ func (e Ending) End(ctx context.Context, obj, start client.Object, status Status
 	if returned != nil {
 		result = ctrl.Result{}
 	}
+	kind := kindOf(e.Client.Scheme(), obj)
+	outcomes.WithLabelValues(kind, outcomeOf(p, returned != nil)).Inc()
 	orig, changed, perr := withStatusOf(e.Client.Scheme(), obj, start)
 	if perr != nil {
 		return ctrl.Result{}, perr
@@ -142,15 +146,23 @@ func (e Ending) End(ctx context.Context, obj, start client.Object, status Status
 		return result, returned
 	}
 	if perr := statuspatch.Patch(ctx, e.Client, obj, orig); perr != nil {
+		statusWrites.WithLabelValues(kind, patchResult(perr)).Inc()
 		return statuspatch.Result(ctx, result, returned, perr)
 	}
+	statusWrites.WithLabelValues(kind, "written").Inc()
 	if status.Written != nil {
 		status.Written()
 	}
-	if e.Recorder != nil && !e.OwnEvents && (before.Status != string(p.Ready) || before.Reason != p.Reason) && p.Ready != metav1.ConditionUnknown {
+	if e.Recorder != nil && !e.OwnEvents && (before.Status != string(p.Ready) || before.Reason != p.Reason) && eventWorthy(p) {
 		e.Recorder.Event(obj, eventType(p), p.Reason, eventMessage(p))
 	}
 	return result, returned
+}
+
+// eventWorthy: becoming Ready, stalling or failing internally is news; the steps of work in
+// progress are in the conditions and would only cost Event writes.
+func eventWorthy(p Progress) bool {
+	return p.Ready == metav1.ConditionTrue || p.Stalled || p.Reason == ReasonInternalError
 }
 
 func eventType(p Progress) string {
@@ -165,6 +177,25 @@ func eventMessage(p Progress) string {
 		return p.Message
 	}
 	return fmt.Sprintf("Ready is %s: %s", p.Ready, p.Reason)
+}
+
+func kindOf(scheme *runtime.Scheme, obj client.Object) string {
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return "unknown"
+	}
+	return gvk.Kind
+}
+
+func patchResult(err error) string {
+	switch {
+	case errors.Is(err, statuspatch.ErrStale):
+		return "stale"
+	case errors.Is(err, statuspatch.ErrGone):
+		return "gone"
+	default:
+		return "failed"
+	}
 }
 
 // withStatusOf returns obj with the status of start (what the status patch is computed
