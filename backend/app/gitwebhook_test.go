@@ -76,16 +76,26 @@ func TestGitWebhookRefreshesOnlyTheTenantsMatchingDeployments(t *testing.T) {
 
 	payload := []byte(`{"ref":"refs/heads/main","repository":{"clone_url":"https://github.com/example/gitops.git","html_url":"https://github.com/example/gitops","default_branch":"main"}}`)
 	post := func(ns string, sign func(*http.Request)) (int, string) {
-		req, err := http.NewRequest(http.MethodPost, "https://"+addr+gitwebhook.PathPrefix+ns, bytes.NewReader(payload))
-		h.g.Expect(err).NotTo(HaveOccurred())
-		req.Header.Set("X-GitHub-Event", "push")
-		sign(req)
-		var resp *http.Response
-		h.g.Eventually(func() error { resp, err = httpc.Do(req.Clone(h.ctx)); return err }, eventually, poll).Should(Succeed())
-		defer func() { _ = resp.Body.Close() }()
+		var code int
 		var body bytes.Buffer
-		_, _ = body.ReadFrom(resp.Body)
-		return resp.StatusCode, body.String()
+		h.g.Eventually(func() error {
+			req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, "https://"+addr+gitwebhook.PathPrefix+ns, bytes.NewReader(payload))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("X-GitHub-Event", "push")
+			sign(req)
+			resp, err := httpc.Do(req)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = resp.Body.Close() }()
+			body.Reset()
+			_, err = body.ReadFrom(resp.Body)
+			code = resp.StatusCode
+			return err
+		}, eventually, poll).Should(Succeed())
+		return code, body.String()
 	}
 	signedWith := func(key string) func(*http.Request) {
 		return func(req *http.Request) {

@@ -135,4 +135,3 @@ func Connect(ctx context.Context, c *node.Cluster, database string) (*pgx.Conn, 
 		time.Sleep(200 * time.Millisecond)
 	}
 }
-

@@ -24,12 +24,15 @@ func NormalizeRepoURL(raw string) string {
 		return strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(raw, "/"), ".git"))
 	}
 	host := u.Hostname()
-	if port := u.Port(); port != "" && !(port == "443" && u.Scheme == "https") && !(port == "80" && u.Scheme == "http") && !(port == "22" && u.Scheme == "ssh") {
+	if port := u.Port(); port != "" && port != defaultPorts[u.Scheme] {
 		host += ":" + port
 	}
 	path := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), ".git")
 	return strings.ToLower(host + path)
 }
+
+// defaultPorts are left out of the normalised form.
+var defaultPorts = map[string]string{"https": "443", "http": "80", "ssh": "22"}
 
 // Matches reports whether a push is a new revision for depl: the same repository, and the
 // branch it deploys (a targetRevision of "" or HEAD deploys the default branch; when the

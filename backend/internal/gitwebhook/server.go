@@ -48,7 +48,8 @@ func (s *Server) Start(ctx context.Context) error {
 	ctrl.LoggerFrom(ctx).Info("Serving the Git webhook receiver", "address", l.Addr().String())
 	go func() {
 		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// ctx is done: shutting down needs a context of its own.
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
