@@ -112,10 +112,7 @@ func atRevision(rev string) string {
 	if rev == "" {
 		return ""
 	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	return " at revision " + rev
+	return " at revision " + shortRevision(rev)
 }
 
 func kstatusType(typ string) bool {

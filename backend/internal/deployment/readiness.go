@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"cmp"
 	"fmt"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -67,28 +68,28 @@ func progress(depl *v1.GitOpsDeployment, want *desired, st *db.ApplicationState)
 	case v1.HealthStatusCodeHealthy:
 		return outcome.Done(ReasonDeployed, fmt.Sprintf("Revision %s is deployed and healthy", revision))
 	case v1.HealthStatusCodeDegraded:
-		return outcome.Failed(ReasonDegraded, orDefault(health.Message, fmt.Sprintf("Revision %s is deployed, and some of its resources are Degraded", revision)))
+		return outcome.Failed(ReasonDegraded, cmp.Or(health.Message, fmt.Sprintf("Revision %s is deployed, and some of its resources are Degraded", revision)))
 	case v1.HealthStatusCodeSuspended:
-		return outcome.Waiting(ReasonSuspended, orDefault(health.Message, fmt.Sprintf("Revision %s is deployed, and some of its resources are Suspended", revision)))
+		return outcome.Waiting(ReasonSuspended, cmp.Or(health.Message, fmt.Sprintf("Revision %s is deployed, and some of its resources are Suspended", revision)))
 	default:
-		return outcome.Working(ReasonProgressing, fmt.Sprintf("Revision %s is deployed; waiting for its resources to become healthy (%s)", revision, orDefault(string(health.Status), "Unknown")), false)
+		return outcome.Working(ReasonProgressing, fmt.Sprintf("Revision %s is deployed; waiting for its resources to become healthy (%s)", revision, cmp.Or(string(health.Status), "Unknown")), false)
 	}
 }
 
 // compared reports whether Argo CD's last comparison was of the source and destination
 // that want asks for.
-func compared(cmp *argov1alpha1.ComparedTo, want *desired) bool {
-	if cmp == nil {
+func compared(got *argov1alpha1.ComparedTo, want *desired) bool {
+	if got == nil {
 		return false
 	}
 	in := want.input
-	if cmp.Source.RepoURL != in.RepoURL || cmp.Source.Path != in.Path || revision(cmp.Source.TargetRevision) != revision(in.TargetRevision) {
+	if got.Source.RepoURL != in.RepoURL || got.Source.Path != in.Path || revision(got.Source.TargetRevision) != revision(in.TargetRevision) {
 		return false
 	}
 	dest := argocd.ApplicationSpec(in).Destination
-	return cmp.Destination.Namespace == dest.Namespace &&
-		(dest.Name == "" || cmp.Destination.Name == dest.Name) &&
-		(dest.Server == "" || cmp.Destination.Server == dest.Server)
+	return got.Destination.Namespace == dest.Namespace &&
+		(dest.Name == "" || got.Destination.Name == dest.Name) &&
+		(dest.Server == "" || got.Destination.Server == dest.Server)
 }
 
 // revision is a target revision as Argo CD resolves it: empty means HEAD.
@@ -99,19 +100,10 @@ func revision(targetRevision string) string {
 	return targetRevision
 }
 
+// shortRevision is the first 12 characters of a commit id, as people quote them.
 func shortRevision(rev string) string {
 	if rev == "" {
 		return "(unknown)"
 	}
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
+	return rev[:min(len(rev), 12)]
 }
