@@ -2,7 +2,9 @@
 // deployment takes from `kubectl apply` to Synced/Healthy: a GitOpsDeployment through the
 // whole service, against an Argo CD Application of the same repository created directly
 // (the floor), alternating the two in the same run. It also reports how long the stack took
-// to start and the resident memory of every process.
+// to start and the resident memory of every process, and how long a push takes to be
+// deployed: pushes whose Git server hook calls the backend's webhook receiver, against the
+// same pushes left to Argo CD's default polling (3 minutes), in the same run.
 package main
 
 import (
@@ -39,24 +41,35 @@ type Result struct {
 	FloorMaxSeconds   float64            `json:"floorMaxSeconds"`
 	Ratio             float64            `json:"ratioP50"`
 	RSSMiB            map[string]float64 `json:"rssMiB"`
+	// Seconds from a push to the GitOpsDeployment showing its commit Synced/Healthy.
+	Pushes                int     `json:"pushes"`
+	PushWebhookP50Seconds float64 `json:"pushWebhookP50Seconds"`
+	PushWebhookP99Seconds float64 `json:"pushWebhookP99Seconds"`
+	PushPollingP50Seconds float64 `json:"pushPollingP50Seconds"`
+	PushPollingP99Seconds float64 `json:"pushPollingP99Seconds"`
+	PushRatioP50          float64 `json:"pushRatioP50"`
 }
 
 func main() {
 	samples := flag.Int("samples", 5, "Deployments of each kind to time.")
+	pushes := flag.Int("pushes", 20, "Pushes to time with the webhook receiver and with polling (0 skips them).")
 	out := flag.String("out", ".local/bench-deploy", "Directory for the stack and the results.")
 	flag.Parse()
-	if err := run(*samples, *out); err != nil {
+	if err := run(*samples, *pushes, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-deploy:", err)
 		os.Exit(1)
 	}
 }
 
-func run(samples int, out string) error {
+func run(samples, pushes int, out string) error {
 	ctrl.SetLogger(logr.Discard())
 	ctx := context.Background()
 	start := time.Now()
+	hook := &webhookHook{}
 	s, err := stack.Start(ctx, stack.Options{
-		Dir: filepath.Join(out, "stack"), ArgoCD: true, GitServer: &gitserver.Options{Addr: "127.0.0.1:0"},
+		Dir: filepath.Join(out, "stack"), ArgoCD: true, GitServer: &gitserver.Options{Addr: "127.0.0.1:0", OnCommit: hook.onCommit},
+		// Argo CD's default polling, which pushes without the receiver wait for.
+		ArgoCDPolling: 3 * time.Minute, GitWebhook: true,
 		Binaries: []string{"backend", "cluster-agent"},
 		Progress: func(step string) { fmt.Fprintf(os.Stderr, "==> %s\n", step) },
 	})
@@ -102,6 +115,12 @@ func run(samples int, out string) error {
 	res.Ratio = res.ServiceP50Seconds / res.FloorP50Seconds
 	for name, pid := range s.AllProcesses() {
 		res.RSSMiB[name], _ = stack.RSSMiB(pid)
+	}
+	if pushes > 0 {
+		hook.s = s
+		if err := timePushes(ctx, s, hook, pushes, res); err != nil {
+			return err
+		}
 	}
 	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
@@ -152,7 +171,12 @@ func timeApplication(ctx context.Context, c client.Client, namespace, repoURL st
 
 // poll checks done every 50ms for up to two minutes and returns the seconds since start.
 func poll(ctx context.Context, start time.Time, done func() (bool, error)) (float64, error) {
-	deadline := start.Add(2 * time.Minute)
+	return pollFor(ctx, start, 2*time.Minute, done)
+}
+
+// pollFor checks done every 50ms for up to limit and returns the seconds since start.
+func pollFor(ctx context.Context, start time.Time, limit time.Duration, done func() (bool, error)) (float64, error) {
+	deadline := start.Add(limit)
 	for time.Now().Before(deadline) {
 		ok, err := done()
 		if err != nil {
@@ -167,5 +191,5 @@ func poll(ctx context.Context, start time.Time, done func() (bool, error)) (floa
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return 0, fmt.Errorf("not Synced/Healthy after two minutes")
+	return 0, fmt.Errorf("not Synced/Healthy after %s", limit)
 }
