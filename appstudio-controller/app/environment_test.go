@@ -30,6 +30,22 @@ func withReason(status metav1.ConditionStatus, reason string) OmegaMatcher {
 	return And(Not(BeNil()), WithTransform(func(c *metav1.Condition) string { return string(c.Status) + "/" + c.Reason }, Equal(string(status)+"/"+reason)))
 }
 
+// connected writes a managed environment's status as the backend does once it has connected
+// the current spec to the cluster.
+func (h *harness) connected(name string) {
+	h.t.Helper()
+	h.g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		me := &gitops.GitOpsDeploymentManagedEnvironment{}
+		if err := h.c.Get(h.ctx, h.key(name), me); err != nil {
+			return err
+		}
+		me.Status.ObservedGeneration = me.Generation
+		meta.SetStatusCondition(&me.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue,
+			Reason: "Succeeded", Message: "Connected to the cluster", ObservedGeneration: me.Generation})
+		return h.c.Status().Update(h.ctx, me)
+	})).To(Succeed())
+}
+
 func credsEnv(name, secret string) *appstudio.Environment {
 	return &appstudio.Environment{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -51,6 +67,7 @@ func TestEnvironmentWithCredentials(t *testing.T) {
 	h.create(env)
 
 	h.g.Eventually(h.envCondition("staging"), eventually, poll).Should(withReason(metav1.ConditionTrue, "MissingCredentialsSecret"))
+	h.g.Eventually(h.ready("staging", &appstudio.Environment{}), eventually, poll).Should(Equal("False/MissingCredentialsSecret+Stalled"))
 	h.g.Expect(h.c.Get(h.ctx, h.key("managed-environment-staging"), &gitops.GitOpsDeploymentManagedEnvironment{})).NotTo(Succeed())
 
 	h.secret("creds", gitops.ManagedEnvironmentSecretType)
@@ -63,6 +80,14 @@ func TestEnvironmentWithCredentials(t *testing.T) {
 	h.g.Expect(metav1.IsControlledBy(me, env)).To(BeTrue())
 	h.g.Eventually(h.envCondition("staging"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
 
+	// Ready once the backend has connected the managed environment.
+	h.g.Eventually(h.ready("staging", &appstudio.Environment{}), eventually, poll).Should(Equal("False/ConnectingToCluster+Reconciling"))
+	h.connected(me.Name)
+	h.g.Eventually(h.ready("staging", &appstudio.Environment{}), eventually, poll).Should(Equal("True/ClusterConnected"))
+	h.g.Expect(h.c.Get(h.ctx, h.key("staging"), env)).To(Succeed())
+	h.g.Expect(env.Status.ObservedGeneration).To(Equal(env.Generation))
+	h.g.Expect(h.c.Get(h.ctx, h.key(me.Name), me)).To(Succeed())
+
 	// Drift is reverted.
 	me.Spec.APIURL = "https://other.example.com"
 	h.g.Expect(h.c.Update(h.ctx, me)).To(Succeed())
@@ -72,19 +97,22 @@ func TestEnvironmentWithCredentials(t *testing.T) {
 	}, eventually, poll).Should(Equal("https://api.example.com:6443"))
 
 	// Both a claim and credentials: a clear condition, and what works is kept.
-	h.g.Expect(h.c.Get(h.ctx, h.key("staging"), env)).To(Succeed())
-	env.Spec.Configuration.Target = &appstudio.EnvironmentTarget{DeploymentTargetClaim: appstudio.DeploymentTargetClaimConfig{ClaimName: "x"}}
-	h.g.Expect(h.c.Update(h.ctx, env)).To(Succeed())
+	// (Retried: the drift revert above moves the Environment's Ready, a status write.)
+	h.updateEnv("staging", func(env *appstudio.Environment) {
+		env.Spec.Configuration.Target = &appstudio.EnvironmentTarget{DeploymentTargetClaim: appstudio.DeploymentTargetClaimConfig{ClaimName: "x"}}
+	})
 	h.g.Eventually(h.envCondition("staging"), eventually, poll).Should(withReason(metav1.ConditionTrue, "InvalidEnvironment"))
+	h.g.Eventually(h.ready("staging", &appstudio.Environment{}), eventually, poll).Should(Equal("False/InvalidEnvironment+Stalled"))
 	h.g.Expect(h.c.Get(h.ctx, h.key(me.Name), me)).To(Succeed())
 
 	// Neither: deploys into its own namespace, the managed environment goes.
-	h.g.Expect(h.c.Get(h.ctx, h.key("staging"), env)).To(Succeed())
-	env.Spec.Configuration.Target = nil
-	env.Spec.UnstableConfigurationFields = nil
-	h.g.Expect(h.c.Update(h.ctx, env)).To(Succeed())
+	h.updateEnv("staging", func(env *appstudio.Environment) {
+		env.Spec.Configuration.Target = nil
+		env.Spec.UnstableConfigurationFields = nil
+	})
 	h.g.Eventually(h.gone(me), eventually, poll).Should(BeTrue())
 	h.g.Eventually(h.envCondition("staging"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
+	h.g.Eventually(h.ready("staging", &appstudio.Environment{}), eventually, poll).Should(Equal("True/DeploysToOwnNamespace"))
 
 	// Deleting the Environment deletes what it created (garbage collection).
 	env2 := credsEnv("prod", "creds")

@@ -11,11 +11,13 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	toolchain "github.com/gitops-service/gitops-service/api/toolchain/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/app"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
@@ -115,4 +117,48 @@ func (h *harness) gone(o client.Object) func() bool {
 		err := h.c.Get(h.ctx, client.ObjectKeyFromObject(o), o)
 		return client.IgnoreNotFound(err) == nil && err != nil
 	}
+}
+
+// ready returns a function for Eventually that reads the object name into o and sums up its
+// kstatus conditions: "<Ready status>/<Ready reason>", then "+Reconciling" and "+Stalled"
+// for those that are True.
+func (h *harness) ready(name string, o client.Object) func() string {
+	return func() string {
+		if err := h.c.Get(h.ctx, h.key(name), o); err != nil {
+			return err.Error()
+		}
+		conds := kstatusConditions(o)
+		r := meta.FindStatusCondition(conds, "Ready")
+		if r == nil {
+			return "no Ready condition"
+		}
+		out := string(r.Status) + "/" + r.Reason
+		for _, typ := range []string{"Reconciling", "Stalled"} {
+			if meta.IsStatusConditionTrue(conds, typ) {
+				out += "+" + typ
+			}
+		}
+		return out
+	}
+}
+
+// kstatusConditions returns the list that holds o's Ready, Reconciling and Stalled.
+func kstatusConditions(o client.Object) []metav1.Condition {
+	switch v := o.(type) {
+	case *appstudio.Environment:
+		return v.Status.Conditions
+	case *appstudio.SnapshotEnvironmentBinding:
+		return v.Status.Conditions
+	case *appstudio.DeploymentTarget:
+		return v.Status.Conditions
+	case *appstudio.DeploymentTargetClaim:
+		return v.Status.Conditions
+	case *appstudio.PromotionRun:
+		var out []metav1.Condition
+		for _, c := range v.Status.Conditions {
+			out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: string(c.Reason), Message: c.Message})
+		}
+		return out
+	}
+	panic(fmt.Sprintf("no kstatus conditions on %T", o))
 }

@@ -6,12 +6,12 @@ package environment
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -25,9 +25,10 @@ import (
 	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
-// Reasons of the Environment's ErrorOccurred condition.
+// Reasons of the Environment's ErrorOccurred condition (and of Ready, while it holds).
 const (
 	ReasonInvalidEnvironment       = "InvalidEnvironment"
 	ReasonMissingCredentialsSecret = "MissingCredentialsSecret"
@@ -36,6 +37,18 @@ const (
 	ReasonTargetNotFound           = "DeploymentTargetNotFound"
 	ReasonNameConflict             = "ManagedEnvironmentNameConflict"
 )
+
+// Reasons of the Environment's Ready condition when no error holds.
+const (
+	ReasonOwnNamespace        = "DeploysToOwnNamespace"
+	ReasonClusterConnected    = "ClusterConnected"
+	ReasonConnectingCluster   = "ConnectingToCluster"
+	ReasonClusterNotConnected = "ClusterNotConnected"
+)
+
+// ClaimRetry is how soon an Environment whose claim is not bound yet is looked at again, in
+// case the claim's change is missed (its watch requeues the Environment first).
+const ClaimRetry = time.Minute
 
 // ManagedEnvironmentName is the name of the GitOpsDeploymentManagedEnvironment generated for
 // the Environment env.
@@ -167,7 +180,6 @@ func (r *Reconciler) forTarget(ctx context.Context, o client.Object) []reconcile
 
 // Reconcile makes the Environment's managed environment match its spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	env := &appstudio.Environment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
 		// Deleted: owner references let the garbage collector remove what we created.
@@ -176,55 +188,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !env.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	before := env.Status.DeepCopy()
-
-	err := r.reconcile(ctx, env)
-	if err != nil && !errcond.IsUser(err) {
-		log.Error(err, "reconciling environment")
-	}
-	if errcond.Apply(&env.Status.Conditions, env.Generation, err) && r.Recorder != nil {
-		if err != nil {
-			r.Recorder.Event(env, corev1.EventTypeWarning, conditionReason(env), conditionMessage(env))
-		} else {
-			r.Recorder.Event(env, corev1.EventTypeNormal, errcond.ReasonResolved, "The Environment's earlier error is resolved")
-		}
-	}
-	env.Status.ObservedGeneration = env.Generation
-	if !equality.Semantic.DeepEqual(before, &env.Status) {
-		orig := env.DeepCopy()
-		orig.Status = *before
-		if perr := r.Client.Status().Patch(ctx, env, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
-			return ctrl.Result{}, errors.Join(internalOnly(err), fmt.Errorf("patching status: %w", perr))
-		}
-	}
-	return ctrl.Result{}, internalOnly(err)
+	start := env.DeepCopy()
+	progress, err := r.reconcile(ctx, env)
+	changed := errcond.Apply(&env.Status.Conditions, env.Generation, err)
+	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}.End(ctx, env, start, outcome.Status{
+		Conditions:         outcome.MetaConditions{List: &env.Status.Conditions, Generation: env.Generation},
+		ObservedGeneration: &env.Status.ObservedGeneration,
+		Written: func() {
+			if changed {
+				r.recordError(env, err)
+			}
+		},
+	}, progress, err)
 }
 
-func conditionReason(env *appstudio.Environment) string {
-	for _, c := range env.Status.Conditions {
-		if c.Type == errcond.Type {
-			return c.Reason
-		}
+// recordError records the change of the ErrorOccurred condition that api.md documents.
+func (r *Reconciler) recordError(env *appstudio.Environment, err error) {
+	if r.Recorder == nil {
+		return
 	}
-	return errcond.ReasonErrorOccurred
-}
-
-func conditionMessage(env *appstudio.Environment) string {
-	for _, c := range env.Status.Conditions {
-		if c.Type == errcond.Type {
-			return c.Message
-		}
+	if err == nil {
+		r.Recorder.Event(env, corev1.EventTypeNormal, errcond.ReasonResolved, "The Environment's earlier error is resolved")
+		return
 	}
-	return ""
-}
-
-// internalOnly drops user errors: they are reported in the condition and retried when the
-// watched objects change, not with backoff.
-func internalOnly(err error) error {
-	if err == nil || errcond.IsUser(err) {
-		return nil
-	}
-	return err
+	reason, msg := errcond.Shown(err)
+	r.Recorder.Event(env, corev1.EventTypeWarning, reason, msg)
 }
 
 // desired is what the managed environment should be.
@@ -234,15 +222,16 @@ type desired struct {
 	copyFrom *corev1.Secret
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, env *appstudio.Environment) error {
+// reconcile generates what the Environment needs and returns how far it is from Ready.
+func (r *Reconciler) reconcile(ctx context.Context, env *appstudio.Environment) (outcome.Progress, error) {
 	creds, claim := Credentials(env), ClaimName(env)
 	switch {
 	case creds != nil && claim != "":
 		// Keep whatever was generated before: invalid input does not break what works.
-		return errcond.New(ReasonInvalidEnvironment, "Environment is invalid: it cannot set both spec.configuration.target.deploymentTargetClaim and spec.unstableConfigurationFields.kubernetesCredentials; remove one of them")
+		return outcome.Progress{}, outcome.UserError(ReasonInvalidEnvironment, "Environment is invalid: it cannot set both spec.configuration.target.deploymentTargetClaim and spec.unstableConfigurationFields.kubernetesCredentials; remove one of them")
 	case creds == nil && claim == "":
 		// Deploys into its own namespace: nothing to generate, remove what an earlier spec made.
-		return r.deleteGenerated(ctx, env)
+		return outcome.Done(ReasonOwnNamespace, "The Environment deploys to its own namespace"), r.deleteGenerated(ctx, env)
 	}
 	var want *desired
 	var err error
@@ -252,27 +241,46 @@ func (r *Reconciler) reconcile(ctx context.Context, env *appstudio.Environment) 
 		want, err = r.fromClaim(ctx, env, claim)
 	}
 	if err != nil {
-		return err
+		return outcome.Progress{}, err
 	}
 	if want.copyFrom != nil {
 		if err := r.ensureCopiedSecret(ctx, env, want.copyFrom); err != nil {
-			return err
+			return outcome.Progress{}, err
 		}
 		want.spec.ClusterCredentialsSecret = CopiedSecretName(env.Name)
 	} else if err := r.deleteOwned(ctx, env, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: CopiedSecretName(env.Name)}}); err != nil {
-		return err
+		return outcome.Progress{}, err
 	}
-	return r.ensureManagedEnvironment(ctx, env, want.spec)
+	me, err := r.ensureManagedEnvironment(ctx, env, want.spec)
+	if err != nil {
+		return outcome.Progress{}, err
+	}
+	return connection(me), nil
+}
+
+// connection is the progress of an Environment whose generated managed environment is me:
+// Ready once the backend has connected me's current spec to the cluster, Stalled when it
+// cannot without a change, in progress until then.
+func connection(me *gitops.GitOpsDeploymentManagedEnvironment) outcome.Progress {
+	seen := me.Status.ObservedGeneration == me.Generation && me.Generation != 0
+	ready := meta.FindStatusCondition(me.Status.Conditions, outcome.TypeReady)
+	switch {
+	case seen && ready != nil && ready.Status == metav1.ConditionTrue:
+		return outcome.Done(ReasonClusterConnected, fmt.Sprintf("GitOpsDeploymentManagedEnvironment %s is connected to the cluster", me.Name))
+	case seen && ready != nil && meta.IsStatusConditionTrue(me.Status.Conditions, outcome.TypeStalled):
+		return outcome.Failed(ReasonClusterNotConnected, fmt.Sprintf("GitOpsDeploymentManagedEnvironment %s cannot connect to the cluster: %s", me.Name, ready.Message))
+	}
+	return outcome.Working(ReasonConnectingCluster, fmt.Sprintf("Waiting for the GitOps Service to connect GitOpsDeploymentManagedEnvironment %s to the cluster", me.Name), false)
 }
 
 func (r *Reconciler) fromCredentials(ctx context.Context, env *appstudio.Environment, creds *appstudio.KubernetesClusterCredentials) (*desired, error) {
 	if creds.ClusterCredentialsSecret == "" || creds.APIURL == "" {
-		return nil, errcond.New(ReasonInvalidEnvironment, "spec.unstableConfigurationFields.kubernetesCredentials needs both apiURL and clusterCredentialsSecret")
+		return nil, outcome.UserError(ReasonInvalidEnvironment, "spec.unstableConfigurationFields.kubernetesCredentials needs both apiURL and clusterCredentialsSecret")
 	}
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: creds.ClusterCredentialsSecret}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, errcond.New(ReasonMissingCredentialsSecret, fmt.Sprintf("the cluster credentials Secret %q does not exist in namespace %q", creds.ClusterCredentialsSecret, env.Namespace))
+			return nil, outcome.StalledError(ReasonMissingCredentialsSecret, "the cluster credentials Secret %q does not exist in namespace %q", creds.ClusterCredentialsSecret, env.Namespace)
 		}
 		return nil, err
 	}
@@ -285,23 +293,23 @@ func (r *Reconciler) fromCredentials(ctx context.Context, env *appstudio.Environ
 	}}, nil
 }
 
-// BoundTarget returns the DeploymentTarget bound to the claim named claimName, or a user
-// error saying why there is none.
+// BoundTarget returns the DeploymentTarget bound to the claim named claimName, or an outcome
+// error saying why there is none (transient while the claim is not bound yet).
 func BoundTarget(ctx context.Context, c client.Reader, namespace, claimName string) (*appstudio.DeploymentTarget, error) {
 	dtc := &appstudio.DeploymentTargetClaim{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: claimName}, dtc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, errcond.New(ReasonClaimNotFound, fmt.Sprintf("DeploymentTargetClaim %q does not exist in namespace %q", claimName, namespace))
+			return nil, outcome.StalledError(ReasonClaimNotFound, "DeploymentTargetClaim %q does not exist in namespace %q", claimName, namespace)
 		}
 		return nil, err
 	}
 	if dtc.Status.Phase != appstudio.DeploymentTargetClaimPhaseBound || dtc.Spec.TargetName == "" {
-		return nil, errcond.New(ReasonClaimNotBound, fmt.Sprintf("DeploymentTargetClaim %q is not bound to a DeploymentTarget yet (phase %q)", claimName, dtc.Status.Phase))
+		return nil, outcome.TransientError(ReasonClaimNotBound, ClaimRetry, "DeploymentTargetClaim %q is not bound to a DeploymentTarget yet (phase %q)", claimName, dtc.Status.Phase)
 	}
 	dt := &appstudio.DeploymentTarget{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: dtc.Spec.TargetName}, dt); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, errcond.New(ReasonTargetNotFound, fmt.Sprintf("DeploymentTarget %q, bound to DeploymentTargetClaim %q, does not exist", dtc.Spec.TargetName, claimName))
+			return nil, outcome.StalledError(ReasonTargetNotFound, "DeploymentTarget %q, bound to DeploymentTargetClaim %q, does not exist", dtc.Spec.TargetName, claimName)
 		}
 		return nil, err
 	}
@@ -317,7 +325,7 @@ func (r *Reconciler) fromClaim(ctx context.Context, env *appstudio.Environment, 
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: creds.ClusterCredentialsSecret}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, errcond.New(ReasonMissingCredentialsSecret, fmt.Sprintf("the Secret %q of DeploymentTarget %q does not exist in namespace %q", creds.ClusterCredentialsSecret, dt.Name, env.Namespace))
+			return nil, outcome.StalledError(ReasonMissingCredentialsSecret, "the Secret %q of DeploymentTarget %q does not exist in namespace %q", creds.ClusterCredentialsSecret, dt.Name, env.Namespace)
 		}
 		return nil, err
 	}
@@ -344,9 +352,13 @@ func (r *Reconciler) ensureCopiedSecret(ctx context.Context, env *appstudio.Envi
 	})
 }
 
-func (r *Reconciler) ensureManagedEnvironment(ctx context.Context, env *appstudio.Environment, spec gitops.GitOpsDeploymentManagedEnvironmentSpec) error {
+// ensureManagedEnvironment writes the managed environment and returns it as stored.
+func (r *Reconciler) ensureManagedEnvironment(ctx context.Context, env *appstudio.Environment, spec gitops.GitOpsDeploymentManagedEnvironmentSpec) (*gitops.GitOpsDeploymentManagedEnvironment, error) {
 	me := &gitops.GitOpsDeploymentManagedEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}}
-	return r.createOrUpdateOwned(ctx, env, me, func() { me.Spec = spec })
+	if err := r.createOrUpdateOwned(ctx, env, me, func() { me.Spec = spec }); err != nil {
+		return nil, err
+	}
+	return me, nil
 }
 
 // createOrUpdateOwned creates obj (controlled by env) or brings it back to mutate's state;
@@ -354,7 +366,8 @@ func (r *Reconciler) ensureManagedEnvironment(ctx context.Context, env *appstudi
 func (r *Reconciler) createOrUpdateOwned(ctx context.Context, env *appstudio.Environment, obj client.Object, mutate func()) error {
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
 		if obj.GetResourceVersion() != "" && !metav1.IsControlledBy(obj, env) {
-			return errcond.New(ReasonNameConflict, fmt.Sprintf("%s %q already exists and is not owned by this Environment; delete or rename it", kindOf(obj), obj.GetName()))
+			// Stalled: deleting a foreign object requeues nothing, so it is looked at again later.
+			return outcome.StalledError(ReasonNameConflict, "%s %q already exists and is not owned by this Environment; delete or rename it", kindOf(obj), obj.GetName())
 		}
 		mutate()
 		return controllerutil.SetControllerReference(env, obj, r.Client.Scheme())
