@@ -74,6 +74,10 @@ type Throughput struct {
 	// deployment during the pipeline phase.
 	APIRequestsPerDeployment map[string]float64 `json:"apiRequestsPerDeployment,omitempty"`
 	ReconcilesPerDeployment  map[string]float64 `json:"reconcilesPerDeployment,omitempty"`
+	// Writes the kube-apiserver served per deployment, by "resource[/subresource] VERB",
+	// in the pipeline phase and in the floor (every client's, the user's creates included).
+	WritesPerDeployment      map[string]float64 `json:"apiWritesPerDeployment,omitempty"`
+	FloorWritesPerDeployment map[string]float64 `json:"floorApiWritesPerDeployment,omitempty"`
 }
 
 // Latency is P2, in milliseconds.
@@ -208,6 +212,8 @@ func markdown(res *Result, charts []string) string {
 			fmt.Sprintf("%.2f s (%.2f× floor)", tp.PipelineStatusSeconds, tp.StatusRatio), fmt.Sprintf("≤ %.1f× floor", targetRatio), met(tp.StatusRatio <= targetRatio))
 		row("P1", "pipeline: first Application after", fmt.Sprintf("%.2f s", tp.PipelineFirstAppSeconds), "", "")
 		row("P1", "database statements per deployment (pipeline phase)", fmt.Sprintf("%.1f", tp.StatementsPerDeployment), "", "")
+		row("P1", "API writes per deployment at the kube-apiserver: pipeline", summarizeWrites(tp.WritesPerDeployment), "", "")
+		row("P1", "API writes per deployment at the kube-apiserver: floor", summarizeWrites(tp.FloorWritesPerDeployment), "", "")
 		row("P1", "Kubernetes API requests per deployment (pipeline phase): backend / cluster-agent",
 			fmt.Sprintf("%.1f / %.1f", tp.APIRequestsPerDeployment["backend"], tp.APIRequestsPerDeployment["cluster-agent"]), "", "")
 		var cpu []string

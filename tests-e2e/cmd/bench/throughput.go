@@ -59,10 +59,18 @@ func benchClient(cfg *rest.Config, scheme *k8sruntime.Scheme) (client.WithWatch,
 func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	tp := &Throughput{N: size, Namespaces: b.cfg.Namespaces}
 	progress("P1 floor: creating %d Argo CD Applications directly", size)
-	var err error
+	floorWrites, err := apiWrites(ctx, b.s.ControlPlane.Config)
+	if err != nil {
+		return nil, err
+	}
 	if tp.FloorAppsSeconds, tp.FloorStatusSeconds, err = b.floor(ctx, size); err != nil {
 		return nil, err
 	}
+	afterFloor, err := apiWrites(ctx, b.s.ControlPlane.Config)
+	if err != nil {
+		return nil, err
+	}
+	tp.FloorWritesPerDeployment = writesPerDeployment(floorWrites, afterFloor, size)
 	if b.namespaces, err = createNamespaces(ctx, b.c, b.cfg.Namespaces); err != nil {
 		return nil, err
 	}
@@ -75,6 +83,10 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	if err != nil {
 		return nil, err
 	}
+	pipelineWrites, err := apiWrites(ctx, b.s.ControlPlane.Config)
+	if err != nil {
+		return nil, err
+	}
 	if tp.PipelineAppsSeconds, tp.PipelineStatusSeconds, tp.PipelineFirstAppSeconds, err = b.pipeline(ctx, size); err != nil {
 		return nil, err
 	}
@@ -82,6 +94,11 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	if err != nil {
 		return nil, err
 	}
+	afterPipeline, err := apiWrites(ctx, b.s.ControlPlane.Config)
+	if err != nil {
+		return nil, err
+	}
+	tp.WritesPerDeployment = writesPerDeployment(pipelineWrites, afterPipeline, size)
 	tp.APIRequestsPerDeployment, tp.ReconcilesPerDeployment = map[string]float64{}, map[string]float64{}
 	for name := range b.s.MetricsAddr {
 		for _, d := range diffByLabel(metricsBefore[name], metricsAfter[name], "rest_client_requests_total", "method") {
