@@ -64,9 +64,11 @@ func TestBindingGeneratesDeployments(t *testing.T) {
 		Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "staging", Snapshot: "snap1"}}
 	h.create(b)
 	h.g.Eventually(h.bindingCondition("appa-staging"), eventually, poll).Should(withReason(metav1.ConditionTrue, "WaitingForComponentStatus"))
+	h.g.Eventually(h.ready("appa-staging", b), eventually, poll).Should(Equal("False/WaitingForComponentStatus+Reconciling"))
 
 	h.setComponents("appa-staging", component("comp-b"), component("comp-a"), component("comp-a"))
 	h.g.Eventually(h.bindingCondition("appa-staging"), eventually, poll).Should(withReason(metav1.ConditionTrue, "DuplicateComponents"))
+	h.g.Eventually(h.ready("appa-staging", b), eventually, poll).Should(Equal("False/DuplicateComponents+Stalled"))
 
 	h.setComponents("appa-staging", component("comp-b"), component("comp-a"))
 	nameA, nameB := "appa-staging-appa-staging-comp-a", "appa-staging-appa-staging-comp-b"
@@ -88,9 +90,13 @@ func TestBindingGeneratesDeployments(t *testing.T) {
 		Should(ConsistOf(And(
 			HaveField("Type", "AllComponentsDeployed"), HaveField("Reason", "CommitsUnsynced"),
 			HaveField("Status", metav1.ConditionFalse), HaveField("Message", "1 of 2 components deployed"))))
+	h.g.Eventually(h.ready("appa-staging", b), eventually, poll).Should(Equal("False/CommitsUnsynced+Reconciling"))
+	h.g.Expect(meta.FindStatusCondition(b.Status.Conditions, "Ready").Message).To(Equal("1 of 2 components deployed"))
+	h.g.Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
 	h.deploy(nameB, gitops.SyncStatusCodeSynced, gitops.HealthStatusCodeHealthy, "abc")
 	h.g.Eventually(func() []metav1.Condition { return h.binding("appa-staging").Status.ComponentDeploymentConditions }, eventually, poll).
 		Should(ConsistOf(And(HaveField("Reason", "CommitsSynced"), HaveField("Status", metav1.ConditionTrue), HaveField("Message", "2 of 2 components deployed"))))
+	h.g.Eventually(h.ready("appa-staging", b), eventually, poll).Should(Equal("True/CommitsSynced"))
 	h.g.Expect(h.binding("appa-staging").Status.GitOpsDeployments).To(Equal([]appstudio.BindingStatusGitOpsDeployment{
 		{ComponentName: "comp-a", GitOpsDeployment: nameA, SyncStatus: "Synced", Health: "Healthy", CommitID: "abc"},
 		{ComponentName: "comp-b", GitOpsDeployment: nameB, SyncStatus: "Synced", Health: "Healthy", CommitID: "abc"},

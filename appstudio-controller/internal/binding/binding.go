@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/environment"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
 // Reasons of the binding's ErrorOccurred condition (status.bindingConditions).
@@ -52,6 +53,10 @@ const (
 	// targetNamespace to deploy to.
 	ReasonMissingTargetNamespace = "MissingTargetNamespace"
 )
+
+// ComponentStatusRetry is how soon a binding without components is looked at again, in case
+// the Application Service's status write is missed (it requeues the binding first).
+const ComponentStatusRetry = time.Minute
 
 // EnvironmentIndex indexes bindings by spec.environment.
 const EnvironmentIndex = "spec.environment"
@@ -149,7 +154,6 @@ func (r *Reconciler) duplicate(ctx context.Context, b *appstudio.SnapshotEnviron
 
 // Reconcile makes the binding's GitOpsDeployments match its components, and reports status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	b := &appstudio.SnapshotEnvironmentBinding{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -157,49 +161,75 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !b.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	before := b.Status.DeepCopy()
-
+	start := b.DeepCopy()
 	err := r.reconcile(ctx, b)
-	if ierr := internalOnly(err); ierr != nil {
-		log.Error(ierr, "reconciling binding")
-	}
-	if errcond.Apply(&b.Status.BindingConditions, b.Generation, err) && r.Recorder != nil {
-		if c := meta.FindStatusCondition(b.Status.BindingConditions, errcond.Type); c != nil && c.Status == metav1.ConditionTrue {
-			r.Recorder.Event(b, corev1.EventTypeWarning, c.Reason, c.Message)
-		} else {
-			r.Recorder.Event(b, corev1.EventTypeNormal, errcond.ReasonResolved, "The binding's earlier error is resolved")
-		}
-	}
-	if sErr := r.summarize(ctx, b); sErr != nil {
-		err = errors.Join(err, sErr)
-	}
-	b.Status.ObservedGeneration = b.Generation
-	if !equality.Semantic.DeepEqual(before, &b.Status) {
-		orig := b.DeepCopy()
-		orig.Status = *before
-		if perr := r.Client.Status().Patch(ctx, b, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
-			return ctrl.Result{}, errors.Join(internalOnly(err), fmt.Errorf("patching status: %w", perr))
-		}
-	}
-	return ctrl.Result{}, internalOnly(err)
+	changed := errcond.Apply(&b.Status.BindingConditions, b.Generation, err)
+	progress, sErr := r.summarize(ctx, b)
+	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}.End(ctx, b, start, outcome.Status{
+		Conditions:         outcome.MetaConditions{List: &b.Status.Conditions, Generation: b.Generation},
+		ObservedGeneration: &b.Status.ObservedGeneration,
+		Written: func() {
+			if changed {
+				r.recordError(b, err)
+			}
+			r.recordDeployed(b, start)
+		},
+	}, progress, internalFirst(errors.Join(err, sErr)))
 }
 
-// internalOnly returns the internal (retried) part of err: nil for a user error, and the
-// internal errors of a join of user and internal errors.
-func internalOnly(err error) error {
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		var internal []error
-		for _, e := range joined.Unwrap() {
-			if ie := internalOnly(e); ie != nil {
-				internal = append(internal, ie)
-			}
+// internalFirst is what a reconcile that met several errors reports: the internal ones when
+// there are any, so that they are retried with backoff (a user error among them shows again
+// on the retry), else err. The ErrorOccurred condition shows the first user error still.
+func internalFirst(err error) error {
+	var internal []error
+	for _, e := range leaves(err) {
+		if outcome.As(e) == nil {
+			internal = append(internal, e)
 		}
+	}
+	if len(internal) > 0 {
 		return errors.Join(internal...)
 	}
-	if err == nil || errcond.IsUser(err) {
-		return nil
-	}
 	return err
+}
+
+// leaves flattens joined errors.
+func leaves(err error) []error {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		if err == nil {
+			return nil
+		}
+		return []error{err}
+	}
+	var out []error
+	for _, e := range joined.Unwrap() {
+		out = append(out, leaves(e)...)
+	}
+	return out
+}
+
+// recordError records the change of the ErrorOccurred condition that api.md documents.
+func (r *Reconciler) recordError(b *appstudio.SnapshotEnvironmentBinding, err error) {
+	if r.Recorder == nil {
+		return
+	}
+	if err == nil {
+		r.Recorder.Event(b, corev1.EventTypeNormal, errcond.ReasonResolved, "The binding's earlier error is resolved")
+		return
+	}
+	reason, msg := errcond.Shown(err)
+	r.Recorder.Event(b, corev1.EventTypeWarning, reason, msg)
+}
+
+// recordDeployed records an Event when every component has become deployed since start.
+func (r *Reconciler) recordDeployed(b, start *appstudio.SnapshotEnvironmentBinding) {
+	c := meta.FindStatusCondition(b.Status.ComponentDeploymentConditions, appstudio.ComponentDeploymentConditionAllComponentsDeployed)
+	if r.Recorder == nil || c == nil || c.Status != metav1.ConditionTrue ||
+		meta.IsStatusConditionTrue(start.Status.ComponentDeploymentConditions, c.Type) {
+		return
+	}
+	r.Recorder.Event(b, corev1.EventTypeNormal, c.Reason, c.Message)
 }
 
 // destination resolves where the binding's Environment deploys to.
@@ -207,28 +237,28 @@ func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvir
 	env := &appstudio.Environment{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Environment}, env); err != nil {
 		if apierrors.IsNotFound(err) {
-			return gitops.ApplicationDestination{}, errcond.New(ReasonEnvironmentNotFound, fmt.Sprintf("Environment %q does not exist in namespace %q", b.Spec.Environment, b.Namespace))
+			return gitops.ApplicationDestination{}, outcome.StalledError(ReasonEnvironmentNotFound, "Environment %q does not exist in namespace %q", b.Spec.Environment, b.Namespace)
 		}
 		return gitops.ApplicationDestination{}, err
 	}
 	creds, claim := environment.Credentials(env), environment.ClaimName(env)
 	switch {
 	case creds != nil && claim != "":
-		return gitops.ApplicationDestination{}, errcond.New(ReasonEnvironmentNotReady, fmt.Sprintf("Environment %q is invalid: it sets both a DeploymentTargetClaim and cluster credentials", env.Name))
+		return gitops.ApplicationDestination{}, outcome.StalledError(ReasonEnvironmentNotReady, "Environment %q is invalid: it sets both a DeploymentTargetClaim and cluster credentials", env.Name)
 	case creds != nil && creds.TargetNamespace == "":
 		// The CRD requires it; Environments stored before that rule may still lack it.
-		return gitops.ApplicationDestination{}, errcond.New(ReasonMissingTargetNamespace, fmt.Sprintf(
+		return gitops.ApplicationDestination{}, outcome.StalledError(ReasonMissingTargetNamespace,
 			"Environment %q deploys to a remote cluster (spec.unstableConfigurationFields.kubernetesCredentials) but sets no targetNamespace; "+
-				"set spec.unstableConfigurationFields.kubernetesCredentials.targetNamespace to the namespace to deploy to", env.Name))
+				"set spec.unstableConfigurationFields.kubernetesCredentials.targetNamespace to the namespace to deploy to", env.Name)
 	case creds != nil:
 		return gitops.ApplicationDestination{Environment: environment.ManagedEnvironmentName(env.Name), Namespace: creds.TargetNamespace}, nil
 	case claim != "":
 		dt, err := environment.BoundTarget(ctx, r.Client, env.Namespace, claim)
-		if err != nil {
-			var ue *errcond.Error
-			if errors.As(err, &ue) {
-				return gitops.ApplicationDestination{}, errcond.New(ReasonEnvironmentNotReady, fmt.Sprintf("Environment %q cannot be deployed to yet: %s", env.Name, ue.Message))
-			}
+		if e := outcome.As(err); e != nil {
+			// As the Environment sees it (a claim not bound yet is a wait, not a failure).
+			return gitops.ApplicationDestination{}, &outcome.Error{Kind: e.Kind, Reason: ReasonEnvironmentNotReady, RetryAfter: e.RetryAfter,
+				Message: fmt.Sprintf("Environment %q cannot be deployed to yet: %s", env.Name, e.Message)}
+		} else if err != nil {
 			return gitops.ApplicationDestination{}, err
 		}
 		return gitops.ApplicationDestination{Environment: environment.ManagedEnvironmentName(env.Name), Namespace: dt.Spec.KubernetesClusterCredentials.DefaultNamespace}, nil
@@ -237,10 +267,10 @@ func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvir
 	}
 }
 
-// Desired returns the GitOpsDeployments of the binding (without owner references), or a user
-// error when its component status cannot be used. Components whose GitOpsDeployment name
-// would not be a valid object name are left out, and reported in a user error
-// (ReasonInvalidComponentName) returned with the deployments of the other components.
+// Desired returns the GitOpsDeployments of the binding (without owner references), or an
+// outcome user error when its component status cannot be used. Components whose
+// GitOpsDeployment name would not be a valid object name are left out, and reported in a user
+// error (ReasonInvalidComponentName) returned with the deployments of the other components.
 func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDestination) ([]*gitops.GitOpsDeployment, error) {
 	seen := map[string]bool{}
 	componentOf := map[string]string{} // generated name -> component
@@ -248,7 +278,7 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDes
 	var invalid []string
 	for _, c := range b.Status.Components {
 		if seen[c.Name] {
-			return nil, errcond.New(ReasonDuplicateComponents, fmt.Sprintf("status.components lists component %q more than once", c.Name))
+			return nil, outcome.UserError(ReasonDuplicateComponents, "status.components lists component %q more than once", c.Name)
 		}
 		seen[c.Name] = true
 		// Shortening can give two components one name: "<b>-<app>-<env>-<c>" in full is also
@@ -261,12 +291,12 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDes
 			continue
 		}
 		if other, ok := componentOf[name]; ok {
-			return nil, errcond.New(ReasonNameConflict, fmt.Sprintf("components %q and %q would both be deployed by GitOpsDeployment %q; rename one of them", other, c.Name, name))
+			return nil, outcome.UserError(ReasonNameConflict, "components %q and %q would both be deployed by GitOpsDeployment %q; rename one of them", other, c.Name, name)
 		}
 		componentOf[name] = c.Name
 		repo := c.GitOpsRepository
 		if repo.URL == "" || repo.Path == "" {
-			return nil, errcond.New(ReasonInvalidComponentStatus, fmt.Sprintf("component %q has no GitOps repository URL or path in status.components", c.Name))
+			return nil, outcome.UserError(ReasonInvalidComponentStatus, "component %q has no GitOps repository URL or path in status.components", c.Name)
 		}
 		out = append(out, &gitops.GitOpsDeployment{
 			ObjectMeta: metav1.ObjectMeta{
@@ -285,11 +315,11 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDes
 		if out == nil {
 			out = []*gitops.GitOpsDeployment{} // nothing valid: still delete what is no longer wanted
 		}
-		return out, errcond.New(ReasonInvalidComponentName, fmt.Sprintf(
+		return out, outcome.UserError(ReasonInvalidComponentName,
 			"%d of %d components cannot be deployed, the others are: %s. The name of each GitOpsDeployment is "+
 				"<binding>-<application>-<environment>-<component> (shortened past %d characters) and must be a "+
 				"lowercase RFC 1123 subdomain: rename the component (or the binding, application or environment)",
-			len(invalid), len(b.Status.Components), strings.Join(invalid, "; "), MaxNameLength))
+			len(invalid), len(b.Status.Components), strings.Join(invalid, "; "), MaxNameLength)
 	}
 	return out, nil
 }
@@ -321,21 +351,22 @@ func (r *Reconciler) reconcile(ctx context.Context, b *appstudio.SnapshotEnviron
 		if err := r.deleteOwned(ctx, b, nil); err != nil {
 			return err
 		}
-		return errcond.New(ReasonDuplicateBinding, fmt.Sprintf(
+		return outcome.UserError(ReasonDuplicateBinding,
 			"SnapshotEnvironmentBinding %q already binds application %q to environment %q (it is older); this binding duplicates it "+
 				"and deploys nothing. Delete this binding, and point %q at the snapshot to deploy instead",
-			winner, b.Spec.Application, b.Spec.Environment, winner))
+			winner, b.Spec.Application, b.Spec.Environment, winner)
 	}
 	// While the Application Service reports the GitOps repository as not generated,
 	// status.components may be stale: change nothing (what is deployed may work) until it is.
 	if c := meta.FindStatusCondition(b.Status.GitOpsRepoConditions, appstudio.GitOpsRepoConditionGitOpsResourcesGenerated); c != nil && c.Status == metav1.ConditionFalse {
-		return errcond.New(ReasonGitOpsRepositoryNotReady, fmt.Sprintf(
+		return outcome.StalledError(ReasonGitOpsRepositoryNotReady,
 			"The Application Service reports that the GitOps repository resources are not generated (status.gitopsRepoConditions %s is False, reason %q: %s); "+
 				"existing GitOpsDeployments are left as they are, and none are generated or changed until it is True again",
-			c.Type, c.Reason, c.Message))
+			c.Type, c.Reason, c.Message)
 	}
 	if len(b.Status.Components) == 0 {
-		return errcond.New(ReasonWaitingForComponentStatus, "Waiting for the Application Service to write the components' GitOps repository locations (status.components) before generating GitOpsDeployments")
+		return outcome.TransientError(ReasonWaitingForComponentStatus, ComponentStatusRetry,
+			"Waiting for the Application Service to write the components' GitOps repository locations (status.components) before generating GitOpsDeployments")
 	}
 	dest, err := r.destination(ctx, b)
 	if err != nil {
@@ -404,7 +435,8 @@ func (r *Reconciler) apply(ctx context.Context, b *appstudio.SnapshotEnvironment
 	d := &gitops.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}}
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, d, func() error {
 		if d.ResourceVersion != "" && !metav1.IsControlledBy(d, b) {
-			return errcond.New(ReasonNameConflict, fmt.Sprintf("GitOpsDeployment %q already exists and is not owned by this binding; delete or rename it", d.Name))
+			// Stalled: deleting a foreign object requeues nothing, so it is looked at again later.
+			return outcome.StalledError(ReasonNameConflict, "GitOpsDeployment %q already exists and is not owned by this binding; delete or rename it", d.Name)
 		}
 		if d.Labels == nil {
 			d.Labels = map[string]string{}
@@ -438,11 +470,12 @@ func capitalize(s string) string {
 }
 
 // summarize writes status.gitopsDeployments and componentDeploymentConditions from the
-// GitOpsDeployments of the components in status.components.
-func (r *Reconciler) summarize(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) error {
+// GitOpsDeployments of the components in status.components, and returns the binding's
+// progress towards Ready.
+func (r *Reconciler) summarize(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) (outcome.Progress, error) {
 	owned, err := r.owned(ctx, b)
 	if err != nil {
-		return err
+		return outcome.Progress{}, err
 	}
 	byName := map[string]*gitops.GitOpsDeployment{}
 	for i := range owned {
@@ -472,7 +505,8 @@ func (r *Reconciler) summarize(ctx context.Context, b *appstudio.SnapshotEnviron
 	sort.Slice(list, func(i, j int) bool { return list[i].ComponentName < list[j].ComponentName })
 	b.Status.GitOpsDeployments = list
 	if len(list) == 0 {
-		return nil
+		// Nothing to deploy without an error: the reconcile reports why.
+		return outcome.Working(ReasonWaitingForComponentStatus, "No components to deploy", true), nil
 	}
 	cond := metav1.Condition{
 		Type:               appstudio.ComponentDeploymentConditionAllComponentsDeployed,
@@ -484,11 +518,17 @@ func (r *Reconciler) summarize(ctx context.Context, b *appstudio.SnapshotEnviron
 	if deployed == len(list) {
 		cond.Status, cond.Reason = metav1.ConditionTrue, appstudio.ComponentDeploymentReasonCommitsSynced
 	}
-	prev := meta.FindStatusCondition(b.Status.ComponentDeploymentConditions, cond.Type)
-	if r.Recorder != nil && (prev == nil || prev.Status != cond.Status) && cond.Status == metav1.ConditionTrue {
-		r.Recorder.Event(b, corev1.EventTypeNormal, cond.Reason, cond.Message)
-	}
 	// Keep AllComponentsDeployed the first (and only) condition of the list.
 	meta.SetStatusCondition(&b.Status.ComponentDeploymentConditions, cond)
-	return nil
+	return deployment(cond), nil
+}
+
+// deployment is the progress of a binding whose GitOpsDeployments are generated, from its
+// AllComponentsDeployed condition: Ready once every component is Synced and Healthy, in
+// progress (its generation processed: the backend deploys) until then.
+func deployment(c metav1.Condition) outcome.Progress {
+	if c.Status == metav1.ConditionTrue {
+		return outcome.Done(c.Reason, c.Message)
+	}
+	return outcome.Working(c.Reason, c.Message, false)
 }

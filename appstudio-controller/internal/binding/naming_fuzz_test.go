@@ -3,7 +3,6 @@ package binding
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"strings"
 	"testing"
 
@@ -12,7 +11,7 @@ import (
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
 // fuzzName turns fuzz text into a valid object name (a DNS-1123 subdomain of at most 253
@@ -94,8 +93,8 @@ func FuzzDeploymentName(f *testing.F) {
 		}
 		desired, err := Desired(b, gitops.ApplicationDestination{Namespace: "tenant"})
 		if n1 == n2 {
-			var ce *errcond.Error
-			if !errors.As(err, &ce) || ce.Reason != ReasonNameConflict ||
+			ce := outcome.As(err)
+			if ce == nil || ce.Kind != outcome.User || ce.Reason != ReasonNameConflict ||
 				!strings.Contains(ce.Message, c1) || !strings.Contains(ce.Message, c2) {
 				t.Fatalf("components %q and %q both get %q, and Desired says %v", c1, c2, n1, err)
 			}
