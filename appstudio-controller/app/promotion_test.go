@@ -43,12 +43,14 @@ func TestPromotionSuccessAndOneAtATime(t *testing.T) {
 	h.g.Expect(p1.Status.EnvironmentStatus).To(ConsistOf(And(HaveField("Step", 1), HaveField("EnvironmentName", "staging"),
 		HaveField("Status", appstudio.PromotionRunEnvironmentStatusInProgress))))
 	h.g.Expect(h.binding("appa-staging-generated-binding").Spec.Snapshot).To(Equal("s1"))
+	h.g.Eventually(h.ready("p1", &appstudio.PromotionRun{}), eventually, poll).Should(Equal("False/Promoting+Reconciling"))
 
 	// A second run of the application waits for the first.
 	h.create(manualRun("p2", "s2"))
 	h.g.Eventually(func() []appstudio.PromotionRunCondition { return h.run("p2").Status.Conditions }, eventually, poll).
 		Should(ContainElement(And(HaveField("Reason", appstudio.PromotionRunReasonErrorOccurred), HaveField("Message", ContainSubstring(`"p1"`)))))
 	h.g.Expect(h.run("p2").Status.State).To(Equal(appstudio.PromotionRunStateWaiting))
+	h.g.Eventually(h.ready("p2", &appstudio.PromotionRun{}), eventually, poll).Should(Equal("False/PromotionInProgress+Reconciling"))
 
 	// The Application Service writes the component status; the backend deploys.
 	h.generated("appa-staging-generated-binding", "c1")
@@ -59,6 +61,7 @@ func TestPromotionSuccessAndOneAtATime(t *testing.T) {
 		Should(Equal(appstudio.PromotionRunCompleteResultSuccess))
 	h.g.Expect(h.run("p1").Status.State).To(Equal(appstudio.PromotionRunStateComplete))
 	h.g.Expect(h.run("p1").Status.EnvironmentStatus[0].Status).To(Equal(appstudio.PromotionRunEnvironmentStatusSuccess))
+	h.g.Expect(h.ready("p1", &appstudio.PromotionRun{})()).To(Equal("True/PromotionSucceeded"))
 
 	// Then the second run starts, moves the binding to s2, and completes once it is deployed.
 	h.g.Eventually(func() string { return h.binding("appa-staging-generated-binding").Spec.Snapshot }, eventually, poll).Should(Equal("s2"))
@@ -81,12 +84,14 @@ func TestPromotionTimeout(t *testing.T) {
 		Should(Equal(appstudio.PromotionRunCompleteResultFailure))
 	h.g.Expect(h.run("p1").Status.State).To(Equal(appstudio.PromotionRunStateComplete))
 	h.g.Expect(h.run("p1").Status.EnvironmentStatus[0].Status).To(Equal(appstudio.PromotionRunEnvironmentStatusFailed))
+	h.g.Expect(h.ready("p1", &appstudio.PromotionRun{})()).To(Equal("False/PromotionFailed+Stalled"))
 
 	// Invalid input: a clear condition.
 	h.create(&appstudio.PromotionRun{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: appstudio.PromotionRunSpec{
 		Snapshot: "missing", Application: "appa", ManualPromotion: &appstudio.ManualPromotionConfiguration{TargetEnvironment: "staging"}}})
 	h.g.Eventually(func() []appstudio.PromotionRunCondition { return h.run("bad").Status.Conditions }, eventually, poll).
 		Should(ContainElement(HaveField("Message", ContainSubstring(`Snapshot "missing" does not exist`))))
+	h.g.Eventually(h.ready("bad", &appstudio.PromotionRun{}), eventually, poll).Should(Equal("False/SnapshotNotFound+Stalled"))
 }
 
 // generated writes the binding status as the Application Service does after generating the

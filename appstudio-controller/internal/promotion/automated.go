@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
 const (
@@ -80,10 +80,7 @@ func (r *Reconciler) advanceAutomated(ctx context.Context, run *appstudio.Promot
 	}
 	envList := &appstudio.EnvironmentList{}
 	if run.Status.State == appstudio.PromotionRunStateWaiting {
-		if other, err := r.activeRun(ctx, run); err != nil || other != "" {
-			if err == nil {
-				err = errcond.New(reasonInProgress, fmt.Sprintf("PromotionRun %q of application %q is in progress; this one starts when it completes", other, run.Spec.Application))
-			}
+		if err := r.waitTurn(ctx, run); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := r.validateSnapshot(ctx, run); err != nil {
@@ -128,8 +125,8 @@ func (r *Reconciler) automatedStep(ctx context.Context, run *appstudio.Promotion
 		// The step's deadline holds whatever stops it (not deployed yet, or a user error such
 		// as several bindings for one Environment).
 		waitOrFail := func(err error) (ctrl.Result, error) {
-			if err != nil && !errcond.IsUser(err) {
-				return ctrl.Result{}, err // retried with backoff
+			if err != nil && outcome.As(err) == nil {
+				return ctrl.Result{}, err // internal: retried with backoff
 			}
 			remaining := run.Status.PromotionStartTime.Add(r.Timeout * time.Duration(step)).Sub(r.now())
 			if remaining <= 0 {

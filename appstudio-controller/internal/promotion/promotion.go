@@ -8,14 +8,12 @@ package promotion
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,8 +26,8 @@ import (
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
-	"github.com/gitops-service/gitops-service/backend-shared/conditions"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
 )
 
@@ -106,39 +104,105 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// Reconcile advances one PromotionRun.
+// Reconcile advances one PromotionRun. A completed run is not advanced any more; its
+// status is only brought up to date (a run completed by an earlier version gets Ready).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	run := &appstudio.PromotionRun{}
 	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if run.Status.State == appstudio.PromotionRunStateComplete || !run.DeletionTimestamp.IsZero() {
+	if !run.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	before := run.Status.DeepCopy()
-
-	result, err := r.advance(ctx, run)
-	if apierrors.IsConflict(err) {
-		// A write met a newer object (the cache lags behind a write): not an error to
-		// show, just a reconcile to run again on fresh data.
-		log.V(1).Info("Stale object; retrying", "error", err.Error())
-		return ctrl.Result{RequeueAfter: statuspatch.StaleRetry}, nil
-	}
-	if err != nil && !errcond.IsUser(err) {
-		log.Error(err, "reconciling promotion run")
-	}
-	r.setError(run, err)
-	run.Status.ObservedGeneration = run.Generation
-	if !equality.Semantic.DeepEqual(before, &run.Status) {
-		orig := run.DeepCopy()
-		orig.Status = *before
-		if perr := statuspatch.Patch(ctx, r.Client, run, orig); perr != nil {
-			return statuspatch.Result(ctx, ctrl.Result{}, internalOnly(err), perr)
+	start := run.DeepCopy()
+	var result ctrl.Result
+	var err error
+	if run.Status.State != appstudio.PromotionRunStateComplete {
+		result, err = r.advance(ctx, run)
+		if apierrors.IsConflict(err) {
+			// A write met a newer object (the cache lags behind a write): not an error to
+			// show, just a reconcile to run again on fresh data.
+			ctrl.LoggerFrom(ctx).V(1).Info("Stale object; retrying", "error", err.Error())
+			return ctrl.Result{RequeueAfter: statuspatch.StaleRetry}, nil
 		}
-		r.recordTransitions(run, before, err)
+		r.setError(run, err)
 	}
-	return result, internalOnly(err)
+	progress := Progress(run)
+	progress.RequeueAfter = result.RequeueAfter
+	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}.End(ctx, run, start, outcome.Status{
+		Conditions:         RunConditions{List: &run.Status.Conditions},
+		ObservedGeneration: &run.Status.ObservedGeneration,
+		Written:            func() { r.recordTransitions(run, &start.Status, err) },
+	}, progress, byDeadline(err, result.RequeueAfter))
+}
+
+// Reasons of the PromotionRun's Ready condition when no error holds.
+const (
+	ReasonPromoting      = "Promoting"
+	ReasonWaitingToStart = "WaitingToStart"
+	ReasonRunSucceeded   = EventPromotionSucceeded
+	ReasonRunFailed      = EventPromotionFailed
+)
+
+// Progress is where a PromotionRun is: Ready once it completed with Success, Stalled once it
+// completed with Failure, in progress while it waits to start or runs.
+func Progress(run *appstudio.PromotionRun) outcome.Progress {
+	st := &run.Status
+	switch {
+	case st.State == appstudio.PromotionRunStateComplete && st.CompletionResult == appstudio.PromotionRunCompleteResultSuccess:
+		return outcome.Done(ReasonRunSucceeded, successMessage(run))
+	case st.State == appstudio.PromotionRunStateComplete:
+		return outcome.Failed(ReasonRunFailed, failureMessage(st))
+	case st.State == appstudio.PromotionRunStateActive:
+		return outcome.Working(ReasonPromoting, fmt.Sprintf("Promoting Snapshot %s to %s: waiting for all components to be synced and healthy",
+			run.Spec.Snapshot, strings.Join(inProgress(st), ", ")), false)
+	default:
+		return outcome.Working(ReasonWaitingToStart, "The promotion has not started yet", true)
+	}
+}
+
+// inProgress lists the Environments of the steps in progress.
+func inProgress(st *appstudio.PromotionRunStatus) []string {
+	var envs []string
+	for _, s := range st.EnvironmentStatus {
+		if s.Status == appstudio.PromotionRunEnvironmentStatusInProgress {
+			envs = append(envs, s.EnvironmentName)
+		}
+	}
+	return envs
+}
+
+// successMessage says where a successful run deployed its Snapshot.
+func successMessage(run *appstudio.PromotionRun) string {
+	var envs []string
+	for _, s := range run.Status.EnvironmentStatus {
+		envs = append(envs, s.EnvironmentName)
+	}
+	return fmt.Sprintf("Snapshot %s is deployed to %s", run.Spec.Snapshot, strings.Join(envs, ", "))
+}
+
+// failureMessage says which steps of a failed run failed, and why.
+func failureMessage(st *appstudio.PromotionRunStatus) string {
+	var failures []string
+	for _, s := range st.EnvironmentStatus {
+		if s.Status == appstudio.PromotionRunEnvironmentStatusFailed {
+			failures = append(failures, fmt.Sprintf("%s: %s", s.EnvironmentName, s.DisplayStatus))
+		}
+	}
+	msg := "The promotion failed"
+	if len(failures) > 0 {
+		msg += ": " + strings.Join(failures, "; ")
+	}
+	return msg
+}
+
+// byDeadline makes an outcome error that holds an active run come back by the step's
+// deadline at the latest, so that the run still times out.
+func byDeadline(err error, deadline time.Duration) error {
+	if e := outcome.As(err); e != nil && deadline > 0 && (e.RetryAfter == 0 || deadline < e.RetryAfter) {
+		e.RetryAfter = deadline
+	}
+	return err
 }
 
 // Reasons of the PromotionRun's Events; a raised ErrorOccurred condition uses the reason of
@@ -174,32 +238,18 @@ func (r *Reconciler) recordTransitions(run *appstudio.PromotionRun, before *apps
 	r.recordSteps(run, before)
 	if st.State == appstudio.PromotionRunStateComplete && before.State != appstudio.PromotionRunStateComplete {
 		stateEvent = true
-		var envs, failures []string
-		for _, s := range st.EnvironmentStatus {
-			envs = append(envs, s.EnvironmentName)
-			if s.Status == appstudio.PromotionRunEnvironmentStatusFailed {
-				failures = append(failures, fmt.Sprintf("%s: %s", s.EnvironmentName, s.DisplayStatus))
-			}
-		}
 		if st.CompletionResult == appstudio.PromotionRunCompleteResultSuccess {
-			r.Recorder.Eventf(run, corev1.EventTypeNormal, EventPromotionSucceeded, "Snapshot %s is deployed to %s", run.Spec.Snapshot, strings.Join(envs, ", "))
+			r.Recorder.Event(run, corev1.EventTypeNormal, EventPromotionSucceeded, successMessage(run))
 		} else {
-			msg := "The promotion failed"
-			if len(failures) > 0 {
-				msg += ": " + strings.Join(failures, "; ")
-			}
-			r.Recorder.Event(run, corev1.EventTypeWarning, EventPromotionFailed, msg)
+			r.Recorder.Event(run, corev1.EventTypeWarning, EventPromotionFailed, failureMessage(st))
 		}
 	}
 	was, now := errorCondition(before), errorCondition(st)
 	switch {
 	case now == nil || (was != nil && was.Status == now.Status && was.Message == now.Message):
 	case now.Status == appstudio.PromotionRunConditionStatusTrue:
-		reason, typ := string(appstudio.PromotionRunReasonErrorOccurred), corev1.EventTypeWarning
-		var ue *errcond.Error
-		if errors.As(err, &ue) {
-			reason = ue.Reason
-		}
+		reason, _ := errcond.Shown(err)
+		typ := corev1.EventTypeWarning
 		if reason == reasonInProgress {
 			typ = corev1.EventTypeNormal // waiting its turn is no failure
 		}
@@ -244,13 +294,6 @@ func errorCondition(st *appstudio.PromotionRunStatus) *appstudio.PromotionRunCon
 	return nil
 }
 
-func internalOnly(err error) error {
-	if err == nil || errcond.IsUser(err) {
-		return nil
-	}
-	return err
-}
-
 // setError records err in the ErrorOccurred condition (GitOps-style PromotionRunCondition).
 func (r *Reconciler) setError(run *appstudio.PromotionRun, err error) {
 	var c *appstudio.PromotionRunCondition
@@ -267,11 +310,7 @@ func (r *Reconciler) setError(run *appstudio.PromotionRun, err error) {
 		}
 		return
 	}
-	msg := conditions.InternalErrorMessage
-	var ue *errcond.Error
-	if errors.As(err, &ue) {
-		msg = ue.Message
-	}
+	_, msg := errcond.Shown(err)
 	if c == nil {
 		run.Status.Conditions = append(run.Status.Conditions, appstudio.PromotionRunCondition{Type: appstudio.PromotionRunConditionErrorOccurred})
 		c = &run.Status.Conditions[len(run.Status.Conditions)-1]
@@ -288,7 +327,7 @@ func (r *Reconciler) setError(run *appstudio.PromotionRun, err error) {
 func (r *Reconciler) advance(ctx context.Context, run *appstudio.PromotionRun) (ctrl.Result, error) {
 	if run.Spec.ManualPromotion == nil {
 		if run.Spec.AutomatedPromotion == nil {
-			return ctrl.Result{}, errcond.New("InvalidSpec", "exactly one of spec.manualPromotion and spec.automatedPromotion must be set")
+			return ctrl.Result{}, outcome.UserError("InvalidSpec", "exactly one of spec.manualPromotion and spec.automatedPromotion must be set")
 		}
 		return r.advanceAutomated(ctx, run)
 	}
@@ -297,10 +336,7 @@ func (r *Reconciler) advance(ctx context.Context, run *appstudio.PromotionRun) (
 		run.Status.State = appstudio.PromotionRunStateWaiting
 	}
 	if run.Status.State == appstudio.PromotionRunStateWaiting {
-		if other, err := r.activeRun(ctx, run); err != nil || other != "" {
-			if err == nil {
-				err = errcond.New(reasonInProgress, fmt.Sprintf("PromotionRun %q of application %q is in progress; this one starts when it completes", other, run.Spec.Application))
-			}
+		if err := r.waitTurn(ctx, run); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := r.validate(ctx, run, target); err != nil {
@@ -372,6 +408,20 @@ func Deployed(b *appstudio.SnapshotEnvironmentBinding, snapshot string) bool {
 	return true
 }
 
+// TurnRetry is how soon a run waiting for another one is looked at again, in case the other
+// run's completion is missed (its watch requeues the waiting runs first).
+const TurnRetry = time.Minute
+
+// waitTurn returns a transient error while an earlier run of the Application is unfinished.
+func (r *Reconciler) waitTurn(ctx context.Context, run *appstudio.PromotionRun) error {
+	other, err := r.activeRun(ctx, run)
+	if err != nil || other == "" {
+		return err
+	}
+	return outcome.TransientError(reasonInProgress, TurnRetry,
+		"PromotionRun %q of application %q is in progress; this one starts when it completes", other, run.Spec.Application)
+}
+
 // activeRun returns the name of an earlier unfinished run of the same Application, if any:
 // runs are started oldest first (creation time, then name).
 func (r *Reconciler) activeRun(ctx context.Context, run *appstudio.PromotionRun) (string, error) {
@@ -403,7 +453,7 @@ func (r *Reconciler) validate(ctx context.Context, run *appstudio.PromotionRun, 
 	}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: target}, &appstudio.Environment{}); err != nil {
 		if apierrors.IsNotFound(err) {
-			return errcond.New("EnvironmentNotFound", fmt.Sprintf("Environment %q does not exist", target))
+			return outcome.StalledError("EnvironmentNotFound", "Environment %q does not exist", target)
 		}
 		return err
 	}
@@ -414,12 +464,12 @@ func (r *Reconciler) validateSnapshot(ctx context.Context, run *appstudio.Promot
 	snap := &appstudio.Snapshot{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.Snapshot}, snap); err != nil {
 		if apierrors.IsNotFound(err) {
-			return errcond.New("SnapshotNotFound", fmt.Sprintf("Snapshot %q does not exist", run.Spec.Snapshot))
+			return outcome.StalledError("SnapshotNotFound", "Snapshot %q does not exist", run.Spec.Snapshot)
 		}
 		return err
 	}
 	if snap.Spec.Application != run.Spec.Application {
-		return errcond.New("InvalidSnapshot", fmt.Sprintf("Snapshot %q belongs to application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
+		return outcome.UserError("InvalidSnapshot", "Snapshot %q belongs to application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application)
 	}
 	return nil
 }
@@ -466,6 +516,6 @@ func (r *Reconciler) pointBinding(ctx context.Context, run *appstudio.PromotionR
 		}
 		return b, nil
 	default:
-		return nil, errcond.New("MultipleBindings", fmt.Sprintf("%d SnapshotEnvironmentBindings exist for application %q and environment %q; there must be at most one", len(found), run.Spec.Application, env))
+		return nil, outcome.StalledError("MultipleBindings", "%d SnapshotEnvironmentBindings exist for application %q and environment %q; there must be at most one", len(found), run.Spec.Application, env)
 	}
 }
