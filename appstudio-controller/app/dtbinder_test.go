@@ -58,6 +58,7 @@ func TestBinderRetain(t *testing.T) {
 		return dtc.Annotations
 	}, eventually, poll).Should(HaveKeyWithValue(appstudio.AnnTargetProvisioner, "example.com/external"))
 	h.g.Expect(dtc.Finalizers).To(ContainElement(appstudio.FinalizerBinder))
+	h.g.Eventually(h.ready("claim", &appstudio.DeploymentTargetClaim{}), eventually, poll).Should(Equal("False/Pending+Reconciling"))
 
 	// An Available target of another class is not taken; one of the class is.
 	h.target("other", h.class(appstudio.ReclaimPolicyDelete, "example.com/x"))
@@ -69,6 +70,9 @@ func TestBinderRetain(t *testing.T) {
 	h.g.Expect(dtc.Annotations).To(HaveKeyWithValue(appstudio.AnnBoundByController, "true"))
 	h.g.Eventually(h.dtPhase("dt"), eventually, poll).Should(Equal(appstudio.DeploymentTargetPhaseBound))
 	h.g.Eventually(h.dtPhase("other"), eventually, poll).Should(Equal(appstudio.DeploymentTargetPhaseAvailable))
+	h.g.Eventually(h.ready("claim", &appstudio.DeploymentTargetClaim{}), eventually, poll).Should(Equal("True/Bound"))
+	h.g.Eventually(h.ready("dt", &appstudio.DeploymentTarget{}), eventually, poll).Should(Equal("True/Bound"))
+	h.g.Eventually(h.ready("other", &appstudio.DeploymentTarget{}), eventually, poll).Should(Equal("True/Available"))
 	dt := &appstudio.DeploymentTarget{}
 	h.g.Expect(h.c.Get(h.ctx, h.key("dt"), dt)).To(Succeed())
 	h.g.Expect(dt.Spec.ClaimRef).To(Equal("claim"))
@@ -77,6 +81,7 @@ func TestBinderRetain(t *testing.T) {
 	h.g.Expect(h.c.Delete(h.ctx, dtc)).To(Succeed())
 	h.g.Eventually(h.gone(dtc), eventually, poll).Should(BeTrue())
 	h.g.Eventually(h.dtPhase("dt"), eventually, poll).Should(Equal(appstudio.DeploymentTargetPhaseReleased))
+	h.g.Eventually(h.ready("dt", &appstudio.DeploymentTarget{}), eventually, poll).Should(Equal("False/Released"))
 	h.g.Expect(h.c.Get(h.ctx, h.key("dt"), dt)).To(Succeed())
 	h.g.Expect(dt.Spec.ClaimRef).To(Equal("claim"))
 
@@ -116,4 +121,5 @@ func TestBinderDeleteAndUserChosenTarget(t *testing.T) {
 	h.g.Eventually(h.dtcPhase("claim2"), eventually, poll).Should(Equal(appstudio.DeploymentTargetClaimPhaseBound))
 	h.g.Expect(h.c.Delete(h.ctx, &appstudio.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "first"}})).To(Succeed())
 	h.g.Eventually(h.dtcPhase("claim2"), eventually, poll).Should(Equal(appstudio.DeploymentTargetClaimPhaseLost))
+	h.g.Eventually(h.ready("claim2", &appstudio.DeploymentTargetClaim{}), eventually, poll).Should(Equal("False/TargetLost+Stalled"))
 }

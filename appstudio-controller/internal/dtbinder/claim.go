@@ -26,6 +26,7 @@ import (
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
 )
 
@@ -98,28 +99,54 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			return ctrl.Result{}, err
 		}
 	}
-	prevPhase := dtc.Status.Phase
-	phase, note, err := r.bind(ctx, dtc)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "binding claim")
-	}
-	if phase != "" && phase != dtc.Status.Phase {
-		orig := dtc.DeepCopy()
-		dtc.Status.Phase = phase
-		if perr := statuspatch.Patch(ctx, r.Client, dtc, orig); perr != nil {
-			return statuspatch.Result(ctx, ctrl.Result{}, err, perr)
-		}
-		ctrl.LoggerFrom(ctx).Info("claim phase changed", "from", orig.Status.Phase, "to", phase)
+	start := dtc.DeepCopy()
+	phase, n, err := r.bind(ctx, dtc)
+	if apierrors.IsConflict(err) {
+		// A write met a newer object (the cache lags behind a write, or another claim took
+		// the target): look again on fresh data rather than report it.
+		ctrl.LoggerFrom(ctx).V(1).Info("Stale object; retrying", "error", err.Error())
+		return ctrl.Result{RequeueAfter: statuspatch.StaleRetry}, nil
 	}
 	// One Event per change: what bind did (it reports only changes), else the new phase.
-	switch {
-	case note != nil:
-		r.event(dtc, note.typ, note.reason, note.msg)
-	case phase != "" && phase != prevPhase:
-		typ, reason, msg := phaseEvent(dtc, phase)
-		r.event(dtc, typ, reason, msg)
+	if n != nil {
+		r.event(dtc, n.typ, n.reason, n.msg)
 	}
-	return ctrl.Result{}, err
+	if phase != "" {
+		dtc.Status.Phase = phase
+	}
+	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}.End(ctx, dtc, start, outcome.Status{
+		Conditions: outcome.MetaConditions{List: &dtc.Status.Conditions, Generation: dtc.Generation},
+		Written: func() {
+			if prev := start.Status.Phase; dtc.Status.Phase != prev {
+				ctrl.LoggerFrom(ctx).Info("claim phase changed", "from", prev, "to", dtc.Status.Phase)
+				if n == nil {
+					typ, reason, msg := phaseEvent(dtc, dtc.Status.Phase)
+					r.event(dtc, typ, reason, msg)
+				}
+			}
+		},
+	}, ClaimProgress(dtc), err)
+}
+
+// ClaimProgress is where a claim is: Ready once Bound, Stalled when its target is Lost, in
+// progress while Pending (its generation is processed: a target or a provisioner is awaited).
+func ClaimProgress(dtc *appstudio.DeploymentTargetClaim) outcome.Progress {
+	phase := dtc.Status.Phase
+	if phase == "" {
+		phase = appstudio.DeploymentTargetClaimPhasePending
+	}
+	_, reason, msg := phaseEvent(dtc, phase)
+	switch phase {
+	case appstudio.DeploymentTargetClaimPhaseBound:
+		return outcome.Done(reason, msg)
+	case appstudio.DeploymentTargetClaimPhaseLost:
+		return outcome.Failed(reason, msg)
+	default:
+		if p := dtc.Annotations[appstudio.AnnTargetProvisioner]; p != "" && dtc.Spec.TargetName == "" {
+			msg = "Waiting for provisioner " + p + " to provision a DeploymentTarget"
+		}
+		return outcome.Working(reason, msg, false)
+	}
 }
 
 // note is the Event describing what a reconcile changed.

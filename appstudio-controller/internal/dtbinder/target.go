@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,7 +13,7 @@ import (
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
-	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
 // TargetReconciler keeps the phase of DeploymentTargets: Available without a claim, Bound
@@ -88,32 +87,56 @@ func (r *TargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	var claim *appstudio.DeploymentTargetClaim
-	if dt.Spec.ClaimRef != "" {
-		c := &appstudio.DeploymentTargetClaim{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: dt.Namespace, Name: dt.Spec.ClaimRef}, c)
-		switch {
-		case err == nil:
-			claim = c
-		case !apierrors.IsNotFound(err):
-			return ctrl.Result{}, err
-		}
+	start := dt.DeepCopy()
+	claim, err := r.claim(ctx, dt)
+	if err == nil {
+		dt.Status.Phase = Phase(dt, claim)
 	}
-	phase := Phase(dt, claim)
-	if phase == dt.Status.Phase {
-		return ctrl.Result{}, nil
+	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}.End(ctx, dt, start, outcome.Status{
+		Conditions: outcome.MetaConditions{List: &dt.Status.Conditions, Generation: dt.Generation},
+		Written: func() {
+			if prev := start.Status.Phase; dt.Status.Phase != prev {
+				ctrl.LoggerFrom(ctx).Info("target phase changed", "from", prev, "to", dt.Status.Phase)
+				if r.Recorder != nil {
+					typ, reason, msg := targetPhaseEvent(dt, dt.Status.Phase)
+					r.Recorder.Event(dt, typ, reason, msg)
+				}
+			}
+		},
+	}, TargetProgress(dt), err)
+}
+
+// claim returns the claim dt names in spec.claimRef, or nil when there is none.
+func (r *TargetReconciler) claim(ctx context.Context, dt *appstudio.DeploymentTarget) (*appstudio.DeploymentTargetClaim, error) {
+	if dt.Spec.ClaimRef == "" {
+		return nil, nil
 	}
-	orig := dt.DeepCopy()
-	dt.Status.Phase = phase
-	if err := statuspatch.Patch(ctx, r.Client, dt, orig); err != nil {
-		return statuspatch.Result(ctx, ctrl.Result{}, nil, err)
+	c := &appstudio.DeploymentTargetClaim{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: dt.Namespace, Name: dt.Spec.ClaimRef}, c); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
-	ctrl.LoggerFrom(ctx).Info("target phase changed", "from", orig.Status.Phase, "to", phase)
-	if r.Recorder != nil {
-		typ, reason, msg := targetPhaseEvent(dt, phase)
-		r.Recorder.Event(dt, typ, reason, msg)
+	return c, nil
+}
+
+// TargetProgress is where a target is: Ready while Available or Bound, in progress while
+// Pending (its claim finishes the binding), Stalled when Failed, and waiting for an
+// administrator when Released.
+func TargetProgress(dt *appstudio.DeploymentTarget) outcome.Progress {
+	phase := dt.Status.Phase
+	if phase == "" {
+		phase = appstudio.DeploymentTargetPhasePending
 	}
-	return ctrl.Result{}, nil
+	_, reason, msg := targetPhaseEvent(dt, phase)
+	switch phase {
+	case appstudio.DeploymentTargetPhaseAvailable, appstudio.DeploymentTargetPhaseBound:
+		return outcome.Done(reason, msg)
+	case appstudio.DeploymentTargetPhaseReleased:
+		return outcome.Waiting(reason, msg)
+	case appstudio.DeploymentTargetPhaseFailed:
+		return outcome.Failed(reason, msg)
+	default:
+		return outcome.Working(reason, msg, false)
+	}
 }
 
 // targetPhaseEvent describes a target's move to phase: the reason is the phase, Warning for

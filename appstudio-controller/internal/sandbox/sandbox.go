@@ -252,12 +252,21 @@ func (r *ClaimReconciler) setCondition(ctx context.Context, dtc *appstudio.Deplo
 	changed := prev == nil || prev.Status != status || prev.Reason != reason // before SetStatusCondition changes *prev
 	meta.SetStatusCondition(&dtc.Status.Conditions, metav1.Condition{Type: appstudio.DeploymentTargetClaimConditionProvisioned,
 		Status: status, Reason: reason, Message: msg, ObservedGeneration: dtc.Generation})
-	// Only the conditions (a merge patch replaces the list; the binder patches the phase).
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": dtc.Status.Conditions}})
+	// Only the conditions (a merge patch replaces the list; the binder patches the phase),
+	// and only over the copy they were read from: the list also holds the binder's Ready.
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": dtc.ResourceVersion},
+		"status":   map[string]any{"conditions": dtc.Status.Conditions},
+	})
 	if err != nil {
 		return err
 	}
 	if err := r.Client.Status().Patch(ctx, dtc, client.RawPatch(client.Merge.Type(), patch)); err != nil {
+		if apierrors.IsConflict(err) {
+			// The claim changed since it was read: its watch runs this reconcile again.
+			ctrl.LoggerFrom(ctx).V(1).Info("Stale claim; retrying", "error", err.Error())
+			return nil
+		}
 		return client.IgnoreNotFound(err)
 	}
 	if changed {
