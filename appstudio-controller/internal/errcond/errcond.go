@@ -56,15 +56,3 @@ func Apply(list *[]metav1.Condition, generation int64, err error) bool {
 	meta.SetStatusCondition(list, c)
 	return prevStatus != c.Status || prevReason != c.Reason
 }
-
-// Error is an outcome error, for the controllers that still return this package's errors.
-type Error = outcome.Error
-
-// New returns a user error with reason.
-func New(reason, message string) error { return outcome.UserError(reason, "%s", message) }
-
-// IsUser reports whether err is shown as is and not retried with backoff.
-func IsUser(err error) bool {
-	e := outcome.As(err)
-	return e != nil && e.Kind != outcome.Internal
-}
