@@ -205,12 +205,12 @@ func TestEveryKindShowsItsPrinterColumns(t *testing.T) {
 		"GitOpsDeploymentManagedEnvironment":   {"Name", "Ready", "API URL", "Connected", "Reason", "Age"},
 		"GitOpsDeploymentRepositoryCredential": {"Name", "Ready", "Repository", "Secret", "Valid", "Age"},
 		"Operation":                            {"Name", "Operation ID", "State", "Age"},
-		"Environment":                          {"Name", "Display Name", "Strategy", "Parent", "Age"},
+		"Environment":                          {"Name", "Ready", "Display Name", "Strategy", "Parent", "Message", "Age"},
 		"Snapshot":                             {"Name", "Application", "Display Name", "Age"},
-		"SnapshotEnvironmentBinding":           {"Name", "Application", "Environment", "Snapshot", "Age"},
-		"PromotionRun":                         {"Name", "Application", "Snapshot", "Target", "State", "Result", "Age"},
-		"DeploymentTarget":                     {"Name", "Class", "Claim", "Phase", "Age"},
-		"DeploymentTargetClaim":                {"Name", "Class", "Target", "Phase", "Age"},
+		"SnapshotEnvironmentBinding":           {"Name", "Ready", "Application", "Environment", "Snapshot", "Deployed", "Message", "Age"},
+		"PromotionRun":                         {"Name", "Ready", "Application", "Snapshot", "Target", "State", "Result", "Message", "Age"},
+		"DeploymentTarget":                     {"Name", "Ready", "Class", "Claim", "Phase", "Age"},
+		"DeploymentTargetClaim":                {"Name", "Ready", "Class", "Target", "Phase", "Age"},
 		"DeploymentTargetClass":                {"Name", "Provisioner", "Reclaim Policy", "Age"},
 	}
 	// api.md shows no Operation status: the shape the cluster-agent writes.
