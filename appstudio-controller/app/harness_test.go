@@ -13,6 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -121,7 +124,8 @@ func (h *harness) gone(o client.Object) func() bool {
 
 // ready returns a function for Eventually that reads the object name into o and sums up its
 // kstatus conditions: "<Ready status>/<Ready reason>", then "+Reconciling" and "+Stalled"
-// for those that are True.
+// for those that are True. It also checks that the kstatus library reads the object as the
+// conditions mean (see kstatusAgrees), and says so instead when it does not.
 func (h *harness) ready(name string, o client.Object) func() string {
 	return func() string {
 		if err := h.c.Get(h.ctx, h.key(name), o); err != nil {
@@ -138,8 +142,52 @@ func (h *harness) ready(name string, o client.Object) func() string {
 				out += "+" + typ
 			}
 		}
+		if problem := kstatusAgrees(o, conds); problem != "" {
+			return out + ": " + problem
+		}
 		return out
 	}
+}
+
+// kstatusAgrees computes sigs.k8s.io/cli-utils kstatus on o as read from the API server and
+// returns "" when it is what the conditions mean: Failed when Stalled, InProgress while
+// Reconciling, Ready=False or a generation not yet observed, Current when Ready.
+func kstatusAgrees(o client.Object, conds []metav1.Condition) string {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return err.Error()
+	}
+	obj := &unstructured.Unstructured{Object: u}
+	if obj.GetKind() == "" {
+		gvk, err := cp.Client.GroupVersionKindFor(o)
+		if err != nil {
+			return err.Error()
+		}
+		obj.SetGroupVersionKind(gvk)
+	}
+	res, err := status.Compute(obj)
+	if err != nil {
+		return "kstatus: " + err.Error()
+	}
+	// A kind without status.observedGeneration (DeploymentTarget, DeploymentTargetClaim) has
+	// nothing to lag.
+	observed, found, _ := unstructured.NestedInt64(u, "status", "observedGeneration")
+	if !found {
+		observed = o.GetGeneration()
+	}
+	want := status.CurrentStatus
+	switch {
+	case meta.IsStatusConditionTrue(conds, "Stalled") && observed >= o.GetGeneration():
+		want = status.FailedStatus
+	case meta.IsStatusConditionTrue(conds, "Stalled"):
+		want = status.InProgressStatus
+	case meta.IsStatusConditionTrue(conds, "Reconciling"), !meta.IsStatusConditionTrue(conds, "Ready"), observed < o.GetGeneration():
+		want = status.InProgressStatus
+	}
+	if res.Status != want {
+		return fmt.Sprintf("kstatus says %s (%s), want %s", res.Status, res.Message, want)
+	}
+	return ""
 }
 
 // kstatusConditions returns the list that holds o's Ready, Reconciling and Stalled.
