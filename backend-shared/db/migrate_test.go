@@ -163,6 +163,11 @@ INSERT INTO engine_instances (id, engine_cluster_id, namespace_name, namespace_u
     VALUES ('00000000-0000-0000-0000-0000000000a3', '00000000-0000-0000-0000-0000000000e1', 'argocd-3', 'ns-uid-argocd-3');
 UPDATE engine_instances SET capacity_weight = 50 WHERE id = '00000000-0000-0000-0000-0000000000a3';
 `,
+	6: `
+INSERT INTO applications (id, tenant_id, name, engine_instance_id, spec, refresh)
+    VALUES ('00000000-0000-0000-0000-0000000000b3', '00000000-0000-0000-0000-0000000000f1', 'gitopsdepl-uid3',
+            '00000000-0000-0000-0000-0000000000a3', '{"project": "p"}', '2026-11-26T10:00:00Z');
+`,
 }
 
 // tableColumns lists the columns of every application table.
