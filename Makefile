@@ -43,7 +43,7 @@ test: test-integration test-images test-e2e test-install ## Run every test: unit
 
 .PHONY: test-integration
 test-integration: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
-	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v -e '/tests-e2e/e2e' -e '/tests-e2e/remoteengine' -e '/tests-e2e/chaos' -e '/tests-e2e/install')
+	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v -e '/tests-e2e/e2e' -e '/tests-e2e/refresh' -e '/tests-e2e/remoteengine' -e '/tests-e2e/chaos' -e '/tests-e2e/install')
 
 .PHONY: test-e2e
 test-e2e: deps binaries ## Run the end-to-end suite against a real Argo CD and Git server, an engine instance on a second cluster, and the short chaos test.

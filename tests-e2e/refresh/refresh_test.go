@@ -81,9 +81,9 @@ func TestARefreshReachesArgoCDWithoutPolling(t *testing.T) {
 			StringData: map[string]string{"secret": secret}})).To(Succeed())
 		return ns.Name
 	}
-	deploy := func(ns, name, repo string) *v1.GitOpsDeployment {
+	deploy := func(ns, name, repo string, typ v1.GitOpsDeploymentSpecType) *v1.GitOpsDeployment {
 		depl := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: v1.GitOpsDeploymentSpec{Source: v1.ApplicationSource{RepoURL: s.Git.URL(repo), Path: "app"}, Type: v1.GitOpsDeploymentSpecTypeAutomated}}
+			Spec: v1.GitOpsDeploymentSpec{Source: v1.ApplicationSource{RepoURL: s.Git.URL(repo), Path: "app"}, Type: typ}}
 		g.Expect(c.Create(ctx, depl)).To(Succeed())
 		return depl
 	}
@@ -93,14 +93,21 @@ func TestARefreshReachesArgoCDWithoutPolling(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		return sha
 	}
+	refreshOf := func(d *v1.GitOpsDeployment) string {
+		got, err := Object(ctx, c, d)()
+		g.Expect(err).NotTo(HaveOccurred())
+		return got.Annotations[v1.RefreshAnnotation]
+	}
 	a, b := tenant("tenant-a-", "secret-a"), tenant("tenant-b-", "secret-b")
 
+	// Tenant B's deployment of the same repository is manual: Argo CD compares it, and only
+	// a refresh makes it compare a newer commit (there is no sync after which Argo CD would
+	// compare it again by itself).
 	first := repository("pushed")
-	mine := deploy(a, "mine", "pushed")
-	theirs := deploy(b, "theirs", "pushed") // the same repository, another tenant
-	for _, d := range []*v1.GitOpsDeployment{mine, theirs} {
-		g.Eventually(Object(ctx, c, d), Timeout, Poll).Should(And(BeSyncedAndHealthy(), HaveRevision(first)))
-	}
+	mine := deploy(a, "mine", "pushed", v1.GitOpsDeploymentSpecTypeAutomated)
+	theirs := deploy(b, "theirs", "pushed", v1.GitOpsDeploymentSpecTypeManual)
+	g.Eventually(Object(ctx, c, mine), Timeout, Poll).Should(And(BeSyncedAndHealthy(), HaveRevision(first)))
+	g.Eventually(Object(ctx, c, theirs), Timeout, Poll).Should(HaveRevision(first))
 
 	t.Log("a push, verified by tenant A's receiver, deploys at once; tenant B's deployment of the same repository is not refreshed")
 	h.mu.Lock()
@@ -110,22 +117,25 @@ func TestARefreshReachesArgoCDWithoutPolling(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(Object(ctx, c, mine), 20*time.Second, Poll).Should(And(BeSyncedAndHealthy(), HaveRevision(second)))
 	g.Expect(ConfigMapData(ctx, c, a, "hello")()).To(HaveKeyWithValue("greeting", "v2"))
-	g.Expect(ConfigMapData(ctx, c, b, "hello")()).To(HaveKeyWithValue("greeting", "v1"))
-	g.Expect(Object(ctx, c, theirs)()).To(HaveRevision(first))
+	stamp := refreshOf(mine)
+	g.Expect(stamp).NotTo(BeEmpty())
+	g.Expect(refreshOf(theirs)).To(BeEmpty())
+	g.Consistently(Object(ctx, c, theirs), 3*time.Second, Poll).Should(HaveRevision(first))
 
-	t.Log("a push signed with another tenant's secret is refused and deploys nothing")
+	t.Log("a push signed with another tenant's secret is refused and refreshes nothing")
 	h.mu.Lock()
 	h.repos["pushed"] = [2]string{b, "secret-a"}
 	h.mu.Unlock()
-	_, err = s.Git.Commit("pushed", map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "v3")}, "v3")
+	third, err := s.Git.Commit("pushed", map[string]string{"app/configmap.yaml": ConfigMap("hello", "greeting", "v3")}, "v3")
 	g.Expect(err).To(MatchError(ContainSubstring("401")))
-	g.Consistently(ConfigMapData(ctx, c, b, "hello"), 5*time.Second, Poll).Should(HaveKeyWithValue("greeting", "v1"))
+	g.Expect(refreshOf(theirs)).To(BeEmpty())
+	g.Expect(refreshOf(mine)).To(Equal(stamp))
+	g.Consistently(Object(ctx, c, theirs), 3*time.Second, Poll).Should(HaveRevision(first))
 
-	t.Log("the refresh annotation deploys tenant B's new commit, and the status records it")
+	t.Log("the refresh annotation makes Argo CD compare tenant B's deployment with the new commit, and the status records it")
 	patch := client.MergeFrom(theirs.DeepCopy())
 	theirs.Annotations = map[string]string{v1.RefreshAnnotation: "now"}
 	g.Expect(c.Patch(ctx, theirs, patch)).To(Succeed())
-	g.Eventually(ConfigMapData(ctx, c, b, "hello"), 20*time.Second, Poll).Should(HaveKeyWithValue("greeting", "v3"))
-	g.Eventually(Object(ctx, c, theirs), 20*time.Second, Poll).Should(And(BeSyncedAndHealthy(),
-		HaveField("Status.LastHandledRefresh", "now"), HaveReady(v1.GitOpsConditionStatusTrue, "Deployed")))
+	g.Eventually(Object(ctx, c, theirs), 20*time.Second, Poll).Should(And(HaveRevision(third),
+		HaveField("Status.LastHandledRefresh", "now"), HaveReady(v1.GitOpsConditionStatusFalse, "OutOfSync")))
 }
