@@ -239,8 +239,7 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		}
 	}
 	if o.GitWebhookAddr != "" && o.GitWebhookAddr != "0" {
-		receiver := &gitwebhook.Receiver{Client: mgr.GetClient()}
-		if err := mgr.Add(&gitwebhook.Server{Addr: o.GitWebhookAddr, CertDir: o.GitWebhookCertDir, Receiver: receiver}); err != nil {
+		if err := gitwebhook.Serve(mgr, o.GitWebhookAddr, o.GitWebhookCertDir, &gitwebhook.Receiver{Client: mgr.GetClient()}); err != nil {
 			return err
 		}
 	}

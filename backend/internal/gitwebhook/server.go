@@ -1,60 +1,46 @@
 package gitwebhook
 
 import (
-	"context"
 	"crypto/tls"
-	"errors"
 	"net"
 	"net/http"
 	"path/filepath"
 	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// Server serves a Receiver over TLS on its own port, with the certificate in CertDir
-// (tls.crt, tls.key) reloaded when it changes. Every replica serves: it needs no leader.
-type Server struct {
-	Addr     string
-	CertDir  string
-	Receiver http.Handler
-}
+// shutdownTimeout bounds how long requests in flight may finish when the manager stops.
+const shutdownTimeout = 10 * time.Second
 
-// NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (s *Server) NeedLeaderElection() bool { return false }
-
-// Start serves until ctx ends.
-func (s *Server) Start(ctx context.Context) error {
-	watcher, err := certwatcher.New(filepath.Join(s.CertDir, "tls.crt"), filepath.Join(s.CertDir, "tls.key"))
+// Serve adds to mgr what serves receiver over TLS on its own port: a watcher that reloads
+// the certificate in certDir (tls.crt, tls.key) when it changes, and the manager's HTTP
+// server runnable, which every replica runs (no leader needed) and shuts down with it.
+func Serve(mgr manager.Manager, addr, certDir string, receiver http.Handler) error {
+	watcher, err := certwatcher.New(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"))
 	if err != nil {
 		return err
 	}
-	go func() { _ = watcher.Start(ctx) }()
-	l, err := net.Listen("tcp", s.Addr)
+	if err := mgr.Add(watcher); err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(PathPrefix, s.Receiver)
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate},
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
-	ctrl.LoggerFrom(ctx).Info("Serving the Git webhook receiver", "address", l.Addr().String())
-	go func() {
-		<-ctx.Done()
-		// ctx is done: shutting down needs a context of its own.
-		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	if err := srv.ServeTLS(l, "", ""); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	mux.Handle(PathPrefix, receiver)
+	timeout := shutdownTimeout
+	return mgr.Add(&manager.Server{
+		Name: "git-webhook",
+		Server: &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      30 * time.Second,
+		},
+		Listener:        tls.NewListener(l, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate}),
+		ShutdownTimeout: &timeout,
+	})
 }
