@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -138,7 +139,7 @@ func (e Ending) End(ctx context.Context, obj, start client.Object, status Status
 	}
 	kind := kindOf(e.Client.Scheme(), obj)
 	outcomes.WithLabelValues(kind, outcomeOf(p, returned != nil)).Inc()
-	orig, changed, perr := withStatusOf(e.Client.Scheme(), obj, start)
+	orig, changed, perr := withStatusOf(obj, start)
 	if perr != nil {
 		return ctrl.Result{}, perr
 	}
@@ -198,40 +199,26 @@ func patchResult(err error) string {
 	}
 }
 
-// withStatusOf returns obj with the status of start (what the status patch is computed
-// against: obj's current metadata, so the optimistic lock uses its resourceVersion), and
-// whether obj's status differs from start's.
-func withStatusOf(scheme *runtime.Scheme, obj, start client.Object) (client.Object, bool, error) {
-	now, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, false, err
+// withStatusOf returns a copy of obj with the status of start (what the status patch is
+// computed against: obj's current metadata, so the optimistic lock uses its
+// resourceVersion), and whether obj's status differs from start's. Every kind keeps its
+// status in a field named Status.
+func withStatusOf(obj, start client.Object) (client.Object, bool, error) {
+	now, then := statusOf(obj), statusOf(start)
+	if !now.IsValid() || !then.IsValid() {
+		return nil, false, fmt.Errorf("%T has no Status field", obj)
 	}
-	then, err := runtime.DefaultUnstructuredConverter.ToUnstructured(start)
-	if err != nil {
-		return nil, false, err
-	}
-	if equality.Semantic.DeepEqual(now["status"], then["status"]) {
+	if equality.Semantic.DeepEqual(now.Interface(), then.Interface()) {
 		return nil, false, nil
 	}
-	if s, ok := then["status"]; ok {
-		now["status"] = s
-	} else {
-		delete(now, "status")
-	}
-	gvk, err := apiutil.GVKForObject(obj, scheme)
-	if err != nil {
-		return nil, false, err
-	}
-	fresh, err := scheme.New(gvk)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(now, fresh); err != nil {
-		return nil, false, err
-	}
-	orig, ok := fresh.(client.Object)
+	orig, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
-		return nil, false, fmt.Errorf("%s is not a client.Object", gvk)
+		return nil, false, fmt.Errorf("a copy of %T is not a client.Object", obj)
 	}
+	statusOf(orig).Set(then)
 	return orig, true, nil
+}
+
+func statusOf(obj client.Object) reflect.Value {
+	return reflect.ValueOf(obj).Elem().FieldByName("Status")
 }
