@@ -168,6 +168,10 @@ INSERT INTO applications (id, tenant_id, name, engine_instance_id, spec, refresh
     VALUES ('00000000-0000-0000-0000-0000000000b3', '00000000-0000-0000-0000-0000000000f1', 'gitopsdepl-uid3',
             '00000000-0000-0000-0000-0000000000a3', '{"project": "p"}', '2026-11-26T10:00:00Z');
 `,
+	7: `
+INSERT INTO operation_signals (engine_instance_id, operation_id, cr_created)
+    VALUES ('00000000-0000-0000-0000-0000000000a3', '00000000-0000-0000-0000-000000000071', true);
+`,
 }
 
 // tableColumns lists the columns of every application table.

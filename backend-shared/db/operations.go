@@ -55,6 +55,10 @@ type Operation struct {
 	GCExpiresAt time.Time `bun:"gc_expires_at,nullzero"`
 	CreatedAt   time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
 	UpdatedAt   time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+
+	// Signalled is set by the writer whose transaction raised the engine instance's signal
+	// for this operation (RaiseSignal): after commit it creates the signal's CR.
+	Signalled bool `bun:"-"`
 }
 
 // CreateOperation inserts op (Waiting unless op.State says otherwise) and fills in its id
@@ -120,6 +124,12 @@ func (s *Store) UpdateOperationState(ctx context.Context, idb bun.IDB, engineIns
 		return nil, err
 	}
 	return op, nil
+}
+
+// HasOperations reports whether an engine instance has any operation, finished or not.
+func (s *Store) HasOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) (bool, error) {
+	exists, err := idb.NewSelect().Model((*Operation)(nil)).Where("op.engine_instance_id = ?", engineInstanceID).Exists(ctx)
+	return exists, translate(err)
 }
 
 // DeleteOperation deletes an operation.

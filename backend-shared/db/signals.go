@@ -1,0 +1,105 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// signalLockClass is the first key of the advisory locks that order raising and releasing
+// the signal of an engine instance (the second is a hash of the instance's id).
+const signalLockClass = 0x6f7073 // "ops"
+
+// OperationSignal is the signal of an engine instance: while it exists, the Operation CR
+// named after OperationID stands for every Waiting operation of the instance.
+type OperationSignal struct {
+	bun.BaseModel `bun:"table:operation_signals,alias:sig"`
+
+	EngineInstanceID string    `bun:"engine_instance_id,pk,type:uuid"`
+	OperationID      string    `bun:"operation_id,notnull,type:uuid"`
+	CRCreated        bool      `bun:"cr_created,notnull"`
+	CreatedAt        time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+}
+
+// RaiseSignal raises the signal of op's engine instance for op, inside the transaction tx
+// that wrote op, and reports whether it did: false means a signal is already up and its CR
+// stands for op too. The shared advisory lock it takes until tx ends keeps the
+// cluster-agent from releasing that signal before it can see op.
+func (s *Store) RaiseSignal(ctx context.Context, tx bun.IDB, op *Operation) (bool, error) {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock_shared(?, hashtext(?))", signalLockClass, op.EngineInstanceID); err != nil {
+		return false, translate(err)
+	}
+	sig := &OperationSignal{EngineInstanceID: op.EngineInstanceID, OperationID: op.ID}
+	res, err := tx.NewInsert().Model(sig).Column("engine_instance_id", "operation_id").
+		On("CONFLICT (engine_instance_id) DO NOTHING").Exec(ctx)
+	if err != nil {
+		return false, translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// GetSignal returns the signal of an engine instance (ErrNotFound when none is up).
+func (s *Store) GetSignal(ctx context.Context, idb bun.IDB, engineInstanceID string) (*OperationSignal, error) {
+	sig := new(OperationSignal)
+	if err := idb.NewSelect().Model(sig).Where("sig.engine_instance_id = ?", engineInstanceID).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("signal of engine instance %s: %w", engineInstanceID, translate(err))
+	}
+	return sig, nil
+}
+
+// ListSignals returns every signal that is up.
+func (s *Store) ListSignals(ctx context.Context, idb bun.IDB) ([]OperationSignal, error) {
+	var sigs []OperationSignal
+	err := idb.NewSelect().Model(&sigs).Order("sig.created_at").Scan(ctx)
+	return sigs, translate(err)
+}
+
+// MarkSignalCRCreated records that the CR of the signal raised for operationID exists.
+func (s *Store) MarkSignalCRCreated(ctx context.Context, idb bun.IDB, engineInstanceID, operationID string) error {
+	_, err := idb.NewUpdate().Model((*OperationSignal)(nil)).Set("cr_created = true").
+		Where("engine_instance_id = ? AND operation_id = ?", engineInstanceID, operationID).Exec(ctx)
+	return translate(err)
+}
+
+// ListWaitingOperations returns the Waiting operations of an engine instance, oldest first.
+func (s *Store) ListWaitingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]Operation, error) {
+	var ops []Operation
+	err := idb.NewSelect().Model(&ops).
+		Where("op.engine_instance_id = ? AND op.state = ?", engineInstanceID, OperationWaiting).
+		Order("op.created_at", "op.id").
+		Scan(ctx)
+	return ops, translate(err)
+}
+
+// ReleaseSignal takes down the signal of an engine instance unless one of its Waiting
+// operations is not yet taken (taken reports those the caller has). It returns the ones
+// not taken; the signal stays up while there are any. Under the exclusive advisory lock no
+// writer of an operation is between its RaiseSignal and its commit, so every operation
+// committed under this signal is among those read here.
+func (s *Store) ReleaseSignal(ctx context.Context, idb bun.IDB, engineInstanceID string, taken func(id string) bool) ([]Operation, error) {
+	var untaken []Operation
+	err := idb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		untaken = nil
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, hashtext(?))", signalLockClass, engineInstanceID); err != nil {
+			return err
+		}
+		waiting, err := s.ListWaitingOperations(ctx, tx, engineInstanceID)
+		if err != nil {
+			return err
+		}
+		for _, op := range waiting {
+			if !taken(op.ID) {
+				untaken = append(untaken, op)
+			}
+		}
+		if len(untaken) > 0 {
+			return nil
+		}
+		_, err = tx.NewDelete().Model((*OperationSignal)(nil)).Where("engine_instance_id = ?", engineInstanceID).Exec(ctx)
+		return err
+	})
+	return untaken, translate(err)
+}

@@ -1,0 +1,148 @@
+package db_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/uptrace/bun"
+
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+)
+
+// writeSignalled writes an operation of instance and raises its signal in one transaction,
+// as the backend does; hold keeps the transaction open after the raise.
+func (f *fixture) writeSignalled(t testing.TB, instanceID string, hold time.Duration) (*db.Operation, bool) {
+	t.Helper()
+	op := &db.Operation{EngineInstanceID: instanceID, ResourceType: db.OperationResourceApplication, ResourceID: newUID()}
+	var raised bool
+	err := f.db.RunInTx(f.ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := f.store.CreateOperation(ctx, tx, op); err != nil {
+			return err
+		}
+		var err error
+		raised, err = f.store.RaiseSignal(ctx, tx, op)
+		time.Sleep(hold)
+		return err
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	return op, raised
+}
+
+func TestOneSignalStandsForEveryOperationUntilAllAreTaken(t *testing.T) {
+	t.Parallel()
+	g, f := g(t), newFixture(t)
+	other := f.newInstance(t)
+
+	first, raised := f.writeSignalled(t, f.instance.ID, 0)
+	g.Expect(raised).To(BeTrue(), "the first operation raises the signal")
+	second, raised := f.writeSignalled(t, f.instance.ID, 0)
+	g.Expect(raised).To(BeFalse(), "the signal is up: its CR stands for the second operation too")
+	_, raised = f.writeSignalled(t, other.ID, 0)
+	g.Expect(raised).To(BeTrue(), "each instance has its own signal")
+
+	sig, err := f.store.GetSignal(f.ctx, f.db, f.instance.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sig.OperationID).To(Equal(first.ID))
+	g.Expect(sig.CRCreated).To(BeFalse())
+	g.Expect(f.store.MarkSignalCRCreated(f.ctx, f.db, f.instance.ID, first.ID)).To(Succeed())
+	sig, err = f.store.GetSignal(f.ctx, f.db, f.instance.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sig.CRCreated).To(BeTrue())
+
+	// Not released while a Waiting operation is not taken.
+	taken := map[string]bool{first.ID: true}
+	untaken, err := f.store.ReleaseSignal(f.ctx, f.db, f.instance.ID, func(id string) bool { return taken[id] })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(untaken).To(HaveLen(1))
+	g.Expect(untaken[0].ID).To(Equal(second.ID))
+	_, err = f.store.GetSignal(f.ctx, f.db, f.instance.ID)
+	g.Expect(err).NotTo(HaveOccurred(), "still up")
+
+	// A finished operation needs no taking.
+	_, err = f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, second.ID, db.OperationCompleted, "done")
+	g.Expect(err).NotTo(HaveOccurred())
+	untaken, err = f.store.ReleaseSignal(f.ctx, f.db, f.instance.ID, func(id string) bool { return taken[id] })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(untaken).To(BeEmpty())
+	_, err = f.store.GetSignal(f.ctx, f.db, f.instance.ID)
+	g.Expect(err).To(MatchError(db.ErrNotFound))
+	sigs, err := f.store.ListSignals(f.ctx, f.db)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sigs).To(HaveLen(1))
+	g.Expect(sigs[0].EngineInstanceID).To(Equal(other.ID))
+
+	_, raised = f.writeSignalled(t, f.instance.ID, 0)
+	g.Expect(raised).To(BeTrue(), "once released, the next operation raises it again")
+}
+
+// TestNoOperationIsLeftWithoutASignal races writers against an agent that only wakes when
+// a writer raised the signal (as it only wakes on a CR): whatever the interleaving, every
+// operation is taken and no signal is left up.
+func TestNoOperationIsLeftWithoutASignal(t *testing.T) {
+	t.Parallel()
+	g, f := g(t), newFixture(t)
+	const writers, perWriter = 4, 60
+	wake := make(chan struct{}, writers*perWriter)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				// Some transactions stay open after the raise, so releases meet them.
+				if _, raised := f.writeSignalled(t, f.instance.ID, time.Duration(i%3)*time.Millisecond); raised {
+					wake <- struct{}{}
+				}
+				// Pauses let the agent catch up and release between operations.
+				time.Sleep(time.Duration(i%4) * 3 * time.Millisecond)
+			}
+		}()
+	}
+	writersDone := make(chan struct{})
+	go func() { wg.Wait(); close(writersDone) }()
+
+	taken := map[string]bool{}
+	take := func(ops []db.Operation) {
+		for _, op := range ops {
+			taken[op.ID] = true
+			_, err := f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, op.ID, db.OperationCompleted, "done")
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+	}
+	signals := 0
+loop:
+	for {
+		select {
+		case <-wake:
+		case <-writersDone:
+			if len(wake) == 0 {
+				break loop
+			}
+			continue
+		}
+		signals++
+		for {
+			waiting, err := f.store.ListWaitingOperations(f.ctx, f.db, f.instance.ID)
+			g.Expect(err).NotTo(HaveOccurred())
+			take(waiting)
+			untaken, err := f.store.ReleaseSignal(f.ctx, f.db, f.instance.ID, func(id string) bool { return taken[id] })
+			g.Expect(err).NotTo(HaveOccurred())
+			if len(untaken) == 0 {
+				break
+			}
+		}
+	}
+	g.Expect(wake).To(BeEmpty(), "every raised signal was answered")
+	waiting, err := f.store.ListWaitingOperations(f.ctx, f.db, f.instance.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(waiting).To(BeEmpty(), "an operation was committed while its signal was released unseen")
+	g.Expect(taken).To(HaveLen(writers * perWriter))
+	_, err = f.store.GetSignal(f.ctx, f.db, f.instance.ID)
+	g.Expect(err).To(MatchError(db.ErrNotFound))
+	t.Logf("%d operations, %d signals", len(taken), signals)
+}
