@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -60,6 +61,22 @@ func (h *harness) operations(typ db.OperationResourceType, id string) []db.Opera
 	ops, err := h.store.ListOperationsForResource(h.ctx, h.db, typ, id)
 	h.g.Expect(err).NotTo(HaveOccurred())
 	return ops
+}
+
+// signalled waits until an Operation CR stands for op: the CR of its engine instance's
+// signal, which stays up here (no cluster-agent takes it down), so that one CR stands for
+// every operation written after the first.
+func (h *harness) signalled(op db.Operation) {
+	h.t.Helper()
+	h.g.Expect(op.State).To(Equal(db.OperationWaiting))
+	h.g.Eventually(func(g Gomega) {
+		sig, err := h.store.GetSignal(h.ctx, h.db, op.EngineInstanceID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sig.CRCreated).To(BeTrue())
+		cr := &v1.Operation{}
+		g.Expect(cp.Client.Get(h.ctx, keyOf(h.engine, "operation-"+sig.OperationID), cr)).To(Succeed())
+		g.Expect(cr.Spec.OperationID).To(Equal(sig.OperationID))
+	}, eventually, poll).Should(Succeed())
 }
 
 // finish marks an operation Completed as the cluster-agent does, with its notification.
@@ -330,9 +347,7 @@ func TestDeletionWithoutFinalizerRemovesTheApplication(t *testing.T) {
 	}, eventually, poll).Should(MatchError(db.ErrNotFound))
 	ops := h.operations(db.OperationResourceApplication, string(depl.UID))
 	h.g.Expect(ops).To(HaveLen(2), "the creation's and the deletion's")
-	h.g.Eventually(func() error {
-		return cp.Client.Get(h.ctx, keyOf(h.engine, "operation-"+ops[0].ID), &v1.Operation{})
-	}, eventually, poll).Should(Succeed())
+	h.signalled(ops[0])
 }
 
 // deleteWithFinalizer creates a deployment with the resources finalizer, lets its
@@ -458,4 +473,28 @@ func TestReadyWaitsForArgoCDToCompareTheCurrentSpec(t *testing.T) {
 		ReconciledState: compared("environments/staging")})
 	h.g.Eventually(ready, eventually, poll).Should(HaveField("Status", v1.GitOpsConditionStatusTrue))
 	h.g.Expect(h.get(depl).Status.ObservedGeneration).To(Equal(updated.Generation))
+}
+
+// TestABurstOfChangesCostsOneOperationCR: the first operation raises the engine instance's
+// signal with its CR; while the signal is up (no cluster-agent takes it down here), the
+// operations of later changes are written under it without a CR of their own.
+func TestABurstOfChangesCostsOneOperationCR(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	var ops []db.Operation
+	for i := range 5 {
+		depl := h.newDeployment(fmt.Sprintf("app-%d", i), v1.GitOpsDeploymentSpecTypeAutomated)
+		h.application(depl.UID)
+		h.g.Eventually(func() []db.Operation {
+			return h.operations(db.OperationResourceApplication, string(depl.UID))
+		}, eventually, poll).Should(HaveLen(1))
+		ops = append(ops, h.operations(db.OperationResourceApplication, string(depl.UID))...)
+	}
+	for _, op := range ops {
+		h.signalled(op)
+	}
+	crs := &v1.OperationList{}
+	h.g.Expect(cp.Client.List(h.ctx, crs, client.InNamespace(h.engine))).To(Succeed())
+	h.g.Expect(crs.Items).To(HaveLen(1), "one Operation CR for five changes")
+	h.g.Expect(crs.Items[0].Spec.OperationID).To(Equal(ops[0].ID), "the first change's")
 }

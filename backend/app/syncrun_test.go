@@ -50,9 +50,7 @@ func TestSyncRunOnManualDeploymentRequestsASync(t *testing.T) {
 	))
 	ops := h.operations(db.OperationResourceSyncOperation, string(run.UID))
 	h.g.Expect(ops).To(HaveLen(1))
-	h.g.Eventually(func() error {
-		return cp.Client.Get(h.ctx, keyOf(h.engine, "operation-"+ops[0].ID), &v1.Operation{})
-	}, eventually, poll).Should(Succeed())
+	h.signalled(ops[0])
 
 	// Deleting the SyncRun while it runs asks the cluster-agent to terminate the sync.
 	h.g.Expect(cp.Client.Delete(h.ctx, run)).To(Succeed())

@@ -204,7 +204,7 @@ func (r *Reconciler) connect(ctx context.Context, env *v1.GitOpsDeploymentManage
 	if err != nil || op == nil {
 		return err
 	}
-	err = r.Signal.CR(ctx, engine, op)
+	err = r.Signal.CRs(ctx, op)
 	// A ServiceAccount installed earlier that is no longer used (createNewServiceAccount was
 	// turned off, or spec.apiURL names another cluster) is removed with its own token.
 	if replaced != nil && replaced.ServiceAccountNamespace != "" &&

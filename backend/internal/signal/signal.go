@@ -1,10 +1,15 @@
 // Package signal tells a cluster-agent that Argo CD must change: an Operation row (written in
 // the caller's transaction, together with the rows it is about) and an Operation CR holding
-// only the row's id, created after the transaction commits.
+// a row's id, created after the transaction commits. One CR stands for every operation of
+// an engine instance written while the instance's signal is up (db.RaiseSignal): only the
+// transaction that raises it creates a CR, so a burst of changes costs one API write, not
+// one per change. The cluster-agent takes the signal down once it has every Waiting
+// operation in its work queue.
 package signal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/uptrace/bun"
@@ -19,6 +24,9 @@ import (
 // OperationStore is the part of the database the signaller uses.
 type OperationStore interface {
 	CreateOperation(ctx context.Context, idb bun.IDB, op *db.Operation) error
+	RaiseSignal(ctx context.Context, tx bun.IDB, op *db.Operation) (bool, error)
+	GetSignal(ctx context.Context, idb bun.IDB, engineInstanceID string) (*db.OperationSignal, error)
+	MarkSignalCRCreated(ctx context.Context, idb bun.IDB, engineInstanceID, operationID string) error
 	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
 }
 
@@ -32,8 +40,9 @@ type Signaller struct {
 	GCExpirationSeconds int
 }
 
-// Row inserts an Operation row for (resourceType, resourceID) on engine; call it inside the
-// transaction that changes the resource, then CR after commit.
+// Row inserts an Operation row for (resourceType, resourceID) on engine and raises the
+// engine's signal (op.Signalled when this transaction raised it); call it inside the
+// transaction that changes the resource, then CRs after commit.
 func (s *Signaller) Row(ctx context.Context, idb bun.IDB, engine *db.EngineInstance, tenantID string,
 	resourceType db.OperationResourceType, resourceID string) (*db.Operation, error) {
 	op := &db.Operation{
@@ -47,23 +56,41 @@ func (s *Signaller) Row(ctx context.Context, idb bun.IDB, engine *db.EngineInsta
 	if err := s.Store.CreateOperation(ctx, idb, op); err != nil {
 		return nil, fmt.Errorf("creating %s operation: %w", resourceType, err)
 	}
+	raised, err := s.Store.RaiseSignal(ctx, idb, op)
+	if err != nil {
+		return nil, fmt.Errorf("signalling %s operation: %w", resourceType, err)
+	}
+	op.Signalled = raised
 	return op, nil
 }
 
-// CRs creates the Operation CRs of ops (after the transaction that wrote them committed),
-// each in the namespace of its own engine instance.
+// CRs makes sure, after the transaction that wrote ops committed, that the signal of each
+// of their engine instances has its CR: created when this transaction raised the signal,
+// or when an earlier writer's creation failed (a retry passes the Waiting operations it
+// finds). A signal already taken down needs none: the cluster-agent has the operations.
 func (s *Signaller) CRs(ctx context.Context, ops ...*db.Operation) error {
-	engines := map[string]*db.EngineInstance{}
+	raisedBy := map[string]*db.Operation{}
 	for _, op := range ops {
-		engine, ok := engines[op.EngineInstanceID]
-		if !ok {
-			var err error
-			if engine, err = s.Store.GetEngineInstance(ctx, s.DB, op.EngineInstanceID); err != nil {
+		if _, seen := raisedBy[op.EngineInstanceID]; !seen || op.Signalled {
+			raisedBy[op.EngineInstanceID] = op
+		}
+	}
+	for engineID, op := range raisedBy {
+		if !op.Signalled {
+			sig, err := s.Store.GetSignal(ctx, s.DB, engineID)
+			if errors.Is(err, db.ErrNotFound) || (err == nil && sig.CRCreated) {
+				continue
+			}
+			if err != nil {
 				return err
 			}
-			engines[op.EngineInstanceID] = engine
+			op = &db.Operation{ID: sig.OperationID, EngineInstanceID: engineID}
 		}
-		if err := s.CR(ctx, engine, op); err != nil {
+		engine, err := s.Store.GetEngineInstance(ctx, s.DB, engineID)
+		if err != nil {
+			return err
+		}
+		if err := s.CR(ctx, engine, op.ID); err != nil {
 			return err
 		}
 	}
@@ -72,23 +99,23 @@ func (s *Signaller) CRs(ctx context.Context, ops ...*db.Operation) error {
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=create
 
-// CR creates the Operation CR of op in the engine instance's namespace, on the instance's
-// engine cluster. It is idempotent, so a reconcile that crashed after commit creates it on
-// its next run.
-func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, op *db.Operation) error {
+// CR creates the CR of the signal raised for operationID in the engine instance's
+// namespace, on the instance's engine cluster, and records that it exists. It is
+// idempotent, so a reconcile that crashed after commit creates it on its next run.
+func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, operationID string) error {
 	cl, err := s.Clusters.For(ctx, engine.EngineClusterID)
 	if err != nil {
 		return err
 	}
 	cr := &managedgitopsv1alpha1.Operation{
-		ObjectMeta: metav1.ObjectMeta{Name: CRName(op.ID), Namespace: engine.NamespaceName},
-		Spec:       managedgitopsv1alpha1.OperationSpec{OperationID: op.ID},
+		ObjectMeta: metav1.ObjectMeta{Name: CRName(operationID), Namespace: engine.NamespaceName},
+		Spec:       managedgitopsv1alpha1.OperationSpec{OperationID: operationID},
 	}
 	if err := cl.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
 		s.Clusters.Forget(engine.EngineClusterID)
 		return fmt.Errorf("creating Operation CR %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
-	return nil
+	return s.Store.MarkSignalCRCreated(ctx, s.DB, engine.ID, operationID)
 }
 
 // CRName is the name of an operation's CR.
@@ -96,13 +123,12 @@ func CRName(operationID string) string { return "operation-" + operationID }
 
 // PendingStore is the part of the database Outstanding reads.
 type PendingStore interface {
-	ListEngineInstances(ctx context.Context, idb bun.IDB) ([]db.EngineInstance, error)
-	ListPendingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
+	ListSignals(ctx context.Context, idb bun.IDB) ([]db.OperationSignal, error)
 }
 
 // Outstanding is a leader-elected Runnable that, once when the backend starts, creates the
-// Operation CRs of every unfinished operation. A backend killed between a transaction's
-// commit and its CRs leaves operations that no reconcile may signal again (a deleted
+// CR of every signal that is up. A backend killed between a transaction's commit and its CR
+// leaves a signal without one, which no reconcile may create again (a deleted
 // GitOpsDeployment is not reconciled again); creating a CR that exists is a no-op.
 type Outstanding struct {
 	Signaller *Signaller
@@ -113,35 +139,28 @@ type Outstanding struct {
 func (o *Outstanding) NeedLeaderElection() bool { return true }
 
 // Start implements manager.Runnable; it returns once done, logging what failed (the
-// agents' sweeps re-create missing CRs too).
+// agents' sweeps take up a signal left without a CR too).
 func (o *Outstanding) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("outstanding-operations")
-	engines, err := o.Store.ListEngineInstances(ctx, o.Signaller.DB)
+	sigs, err := o.Store.ListSignals(ctx, o.Signaller.DB)
 	if err != nil {
-		log.Error(err, "Listing engine instances failed")
+		log.Error(err, "Listing signals failed")
 		return nil
 	}
 	created := 0
-	for i := range engines {
-		ops, err := o.Store.ListPendingOperations(ctx, o.Signaller.DB, engines[i].ID)
+	for _, sig := range sigs {
+		engine, err := o.Signaller.Store.GetEngineInstance(ctx, o.Signaller.DB, sig.EngineInstanceID)
+		if err == nil {
+			err = o.Signaller.CR(ctx, engine, sig.OperationID)
+		}
 		if err != nil {
-			log.Error(err, "Listing unfinished operations failed", "engineInstance", engines[i].ID)
+			log.Error(err, "Creating the CR of a signal failed", "operation", sig.OperationID, "engineInstance", sig.EngineInstanceID)
 			continue
 		}
-		for j := range ops {
-			if err := o.Signaller.CR(ctx, &engines[i], &ops[j]); err != nil {
-				// Most likely the engine's cluster cannot be reached: trying its other
-				// operations would only wait out the same error (the agent's sweep and
-				// resync cover them).
-				log.Error(err, "Creating the CR of an unfinished operation failed; skipping the instance's others",
-					"operation", ops[j].ID, "engineInstance", engines[i].ID, "skipped", len(ops)-j-1)
-				break
-			}
-			created++
-		}
+		created++
 	}
 	if created > 0 {
-		log.Info("Signalled the unfinished operations", "operations", created)
+		log.Info("Signalled the unfinished operations", "signals", created)
 	}
 	return nil
 }
