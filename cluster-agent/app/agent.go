@@ -176,7 +176,7 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 	}
 	sweeper := &sweep.Sweeper{
 		Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Interval: opts.SweepInterval,
-		Requeue: operations.Requeue,
+		Requeue: operations.Requeue, TakeSignal: operations.TakeSignal,
 	}
 	if err := mgr.Add(sweeper.Task()); err != nil {
 		return engine.Identity{}, fmt.Errorf("adding the sweep: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	agent "github.com/gitops-service/gitops-service/cluster-agent/app"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
@@ -51,15 +52,10 @@ func TestOperationGarbageCollection(t *testing.T) {
 	lost := &db.Operation{EngineInstanceID: e.id.InstanceID, ResourceType: db.OperationResourceAppProject,
 		ResourceID: tenant.ID, OwnerTenantID: tenant.ID}
 	g.Expect(e.store.CreateOperation(e.ctx, e.db, lost)).To(Succeed())
-	lostCR := e.createCR(lost.ID)
-	g.Eventually(func(g Gomega) {
-		g.Expect(e.c.Get(e.ctx, client.ObjectKeyFromObject(lostCR), lostCR)).To(Succeed())
-		g.Expect(lostCR.Status.State).To(Equal(v1.OperationStateCompleted))
-	}, timeout, interval).Should(Succeed())
+	e.createCR(lost.ID)
+	g.Eventually(func() db.OperationState { return e.operation(lost.ID).State }, timeout, interval).Should(Equal(db.OperationCompleted))
 	_, err := e.db.NewDelete().Model((*db.Operation)(nil)).Where("id = ?", lost.ID).Exec(e.ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	lostCR.Status.State = v1.OperationStateInProgress
-	g.Expect(e.c.Status().Update(e.ctx, lostCR)).To(Succeed())
 
 	crGone := func(id string) func() bool {
 		return func() bool {
@@ -82,25 +78,64 @@ func TestOperationGarbageCollection(t *testing.T) {
 	found, err := opgc.ExistingOperationIDs(e.ctx, e.db, []string{kept.ID, expiring.ID, orphanID})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(found).To(Equal(map[string]bool{kept.ID: true}))
-
-	// The kept operation's CR shows its row's state, although its row was finished before the
-	// CR appeared.
-	cr := &v1.Operation{}
-	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(kept.ID)}, cr)).To(Succeed())
-	g.Expect(cr.Status.State).To(Equal(v1.OperationStateCompleted))
-	g.Expect(cr.Status.Message).To(Equal("done"))
 }
 
-// untouchable fails the test on any use of the database.
-type untouchable struct{ t *testing.T }
+// TestOperationsWithoutACRAreCollected: operations written under another operation's signal
+// have no CR of their own; they are collected all the same, also once the signal's CR is
+// gone.
+func TestOperationsWithoutACRAreCollected(t *testing.T) {
+	e := startAgent(t, true, func(o *agent.Options) { o.OperationGCInterval = 300 * time.Millisecond })
+	g := e.g()
+	tenant := e.tenant()
+	signalled := e.signal(db.OperationResourceAppProject, tenant.ID, tenant.ID)
+	e.completed(signalled.ID)
+	var under []string
+	for range 3 {
+		op := &db.Operation{EngineInstanceID: e.id.InstanceID, ResourceType: db.OperationResourceAppProject,
+			ResourceID: tenant.ID, OwnerTenantID: tenant.ID, GCExpirationSeconds: 1}
+		g.Expect(e.store.CreateOperation(e.ctx, e.db, op)).To(Succeed())
+		_, err := e.store.UpdateOperationState(e.ctx, e.db, e.id.InstanceID, op.ID, db.OperationCompleted, "done")
+		g.Expect(err).NotTo(HaveOccurred())
+		under = append(under, op.ID)
+	}
+	// The signal's row goes first, with its CR.
+	_, err := e.db.NewUpdate().Table("operations").Set("gc_expiration_seconds = 1, gc_expires_at = now()").
+		Where("id = ?", signalled.ID).Exec(e.ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(signalled.ID)}, &v1.Operation{}))
+	}, timeout, interval).Should(BeTrue())
+	g.Eventually(func() (map[string]bool, error) {
+		return opgc.ExistingOperationIDs(e.ctx, e.db, append(under, signalled.ID))
+	}, timeout, interval).Should(BeEmpty(), "the operations without a CR are collected too")
+}
+
+// untouchable counts the uses of the database and fails the test on any once forbidden.
+type untouchable struct {
+	t         *testing.T
+	reads     *int
+	forbidden *bool
+}
+
+func (u untouchable) read() {
+	if *u.forbidden {
+		u.t.Fatal("an idle instance without Operation CRs read the database")
+	}
+	*u.reads++
+}
 
 func (u untouchable) GarbageCollectOperations(context.Context, bun.IDB, time.Time, int) ([]db.Operation, error) {
-	u.t.Fatal("an instance without Operation CRs read the database")
+	u.read()
 	return nil, nil
 }
 
-// Every operation of an instance has a CR until its row is collected: with none in its
-// namespace (CRs of other instances do not count), the collector reads nothing.
+func (u untouchable) HasOperations(context.Context, bun.IDB, string) (bool, error) {
+	u.read()
+	return false, nil
+}
+
+// Once a run left the instance without operations, and while its namespace has no CR (CRs
+// of other instances do not count), the collector reads nothing.
 func TestAnInstanceWithoutOperationCRsCostsTheDatabaseNothing(t *testing.T) {
 	ctx := context.Background()
 	other := &v1.Operation{ObjectMeta: metav1.ObjectMeta{Name: "operation-1", Namespace: cp.NewNamespace(t, "argocd-other-")},
@@ -108,9 +143,11 @@ func TestAnInstanceWithoutOperationCRsCostsTheDatabaseNothing(t *testing.T) {
 	if err := cp.Client.Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
+	reads, forbidden := 0, false
 	c := &opgc.Collector{
 		Client:   cp.Client,
-		Store:    untouchable{t},
+		DB:       dbtest.NewDB(t),
+		Store:    untouchable{t: t, reads: &reads, forbidden: &forbidden},
 		Identity: engine.Identity{Namespace: cp.NewNamespace(t, "argocd-")},
 		Existing: func(context.Context, bun.IDB, []string) (map[string]bool, error) {
 			t.Fatal("an instance without Operation CRs checked operation ids")
@@ -119,5 +156,14 @@ func TestAnInstanceWithoutOperationCRsCostsTheDatabaseNothing(t *testing.T) {
 	}
 	if err := c.Collect(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if reads == 0 {
+		t.Fatal("the first run did not look for operations to collect")
+	}
+	forbidden = true
+	for range 3 {
+		if err := c.Collect(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

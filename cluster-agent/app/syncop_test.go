@@ -97,10 +97,10 @@ func TestSyncOperationWithdrawnBeforeArgoCDStarts(t *testing.T) {
 	so := &db.SyncOperation{TenantID: tenant.ID, ApplicationID: row.ID, DeploymentName: "depl", Revision: "main"}
 	g.Expect(e.store.CreateSyncOperation(e.ctx, e.db, so)).To(Succeed())
 
-	// The sync's operation is picked up before the Application's: it waits for the
-	// Application to be created.
+	// The sync's operation is picked up before the Application's (held In_Progress here, so
+	// that the signal does not take it): it waits for the Application to be created.
 	appOp := &db.Operation{EngineInstanceID: e.id.InstanceID, ResourceType: db.OperationResourceApplication,
-		ResourceID: row.ID, OwnerTenantID: tenant.ID, HumanReadableState: "waiting"}
+		ResourceID: row.ID, OwnerTenantID: tenant.ID, State: db.OperationInProgress, HumanReadableState: "waiting"}
 	g.Expect(e.store.CreateOperation(e.ctx, e.db, appOp)).To(Succeed())
 	syncOp := e.signal(db.OperationResourceSyncOperation, so.ID, tenant.ID)
 	g.Eventually(func() string { return e.operation(syncOp.ID).HumanReadableState }, timeout, interval).

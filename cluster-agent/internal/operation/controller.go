@@ -1,9 +1,12 @@
 // Package operation is the cluster-agent's Operation controller. The backend signals a
-// change by writing an Operation row and creating an Operation CR (holding only the row's
-// id) in the engine instance's namespace. The controller maps each CR to the resource the
-// row is about, so that the workqueue deduplicates and serialises all the operations of
-// one resource, then lets the resource type's Handler make Argo CD match the database and
-// records the outcome on the rows (notifying the backend) and on the CRs.
+// change by writing an Operation row and, unless the engine instance's signal is already up,
+// raising it with an Operation CR (holding only the row's id) in the engine instance's
+// namespace. On a CR the controller takes the instance's signal: it queues the resource of
+// every Waiting operation, so that the workqueue deduplicates and serialises all the
+// operations of one resource, keeps taking new ones while they arrive, and takes the signal
+// down once none came for a moment. Each resource's Handler makes Argo CD match the database;
+// the outcome goes on the rows (notifying the backend). A CR's status is written only when
+// the CR is rejected.
 package operation
 
 import (
@@ -14,7 +17,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/uptrace/bun"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,19 +54,29 @@ const DefaultRetryLimit = time.Hour
 // mapTimeout bounds the database reads of the event handler.
 const mapTimeout = 10 * time.Second
 
+// While the signal is up the controller looks for new Waiting operations every
+// SignalPollInterval, and takes the signal down after signalQuietPolls looks found none:
+// a burst of changes costs the backend one Operation CR, and a change in a burst waits at
+// most one interval.
+const (
+	SignalPollInterval = 50 * time.Millisecond
+	signalQuietPolls   = 2
+)
+
 // CRName is the name of an operation's CR.
 func CRName(operationID string) string { return "operation-" + operationID }
 
 // Request is the controller's work item. Normally it names a resource (the row an
 // operation is about), so that concurrent operations on it collapse into one reconcile.
-// An Operation CR that could not be mapped to one of this engine instance's resources
-// (another instance's operation, an unknown id, the database unreachable) is queued by its
-// own key instead: its reconcile checks it again, and either marks it Failed or carries
-// out its resource.
+// Signal asks to take the engine instance's signal. An Operation CR that could not be
+// checked (another instance's operation, an unknown id, the database unreachable) is
+// queued by its own key: its reconcile checks it again, and either marks it Failed or takes
+// the signal.
 type Request struct {
 	ResourceType db.OperationResourceType
 	ResourceID   string
 	OperationCR  types.NamespacedName
+	Signal       bool
 }
 
 // Store is the part of the database the controller uses.
@@ -74,6 +86,8 @@ type Store interface {
 	ListPendingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
 	UpdateOperationState(ctx context.Context, idb bun.IDB, engineInstanceID, id string, state db.OperationState, humanReadable string) (*db.Operation, error)
+	ListWaitingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
+	ReleaseSignal(ctx context.Context, idb bun.IDB, engineInstanceID string, taken func(id string) bool) ([]db.Operation, error)
 }
 
 // Reconciler carries out the operations of the agent's engine instance.
@@ -94,22 +108,30 @@ type Reconciler struct {
 	SkipNameValidation bool
 
 	queue queue.Handle[Request]
+	// taken holds the Waiting operations queued while the signal is up (only the signal's
+	// reconcile, never concurrent with itself, uses it); quiet counts looks that found none.
+	taken map[string]bool
+	quiet int
 }
 
 // Requeue queues the resource of a pending operation again. The sweep calls it for an
-// operation that nothing else would bring back: its CR exists, so no create event comes,
-// but its row is still pending (a state write the database lost, or an operation stuck
-// for longer than the sweep's grace period). Before the controller runs it does nothing.
+// operation that nothing else would bring back (a state write the database lost, an
+// operation stuck for longer than the sweep's grace period, or one the sweep wrote itself).
+// Before the controller runs it does nothing.
 func (r *Reconciler) Requeue(op *db.Operation) {
 	r.queue.Add(Request{ResourceType: op.ResourceType, ResourceID: op.ResourceID})
 }
+
+// TakeSignal queues the taking of the engine instance's signal: the sweep calls it for a
+// signal that has been up too long (its CR was never created).
+func (r *Reconciler) TakeSignal() { r.queue.Add(Request{Signal: true}) }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations/status,verbs=get;update;patch
 
 // SetupWithManager registers the controller: Operation CR create events (including the
 // initial list, which replays every existing CR on start) and a one-off resync of the
-// instance's pending operations when the controller starts.
+// instance's pending operations and its signal when the controller starts.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	onCreate := predicate.TypedFuncs[*v1.Operation]{
 		CreateFunc:  func(event.TypedCreateEvent[*v1.Operation]) bool { return true },
@@ -129,6 +151,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return base
 			case req.OperationCR.Name != "":
 				return base.WithValues("operationCR", req.OperationCR.String())
+			case req.Signal:
+				return base.WithValues("signal", true)
 			default:
 				return base.WithValues("resourceType", req.ResourceType, "resourceID", req.ResourceID)
 			}
@@ -151,7 +175,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // resync queues the resources of the instance's pending operations when the controller
-// starts, in case an Operation CR is missing (the CRs' initial list covers the rest).
+// starts, and the taking of its signal: a signal left up by an agent that stopped before
+// taking it down gets no new CR.
 func (r *Reconciler) resync(ctx context.Context, q workqueue.TypedRateLimitingInterface[Request]) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", ControllerName)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -164,12 +189,15 @@ func (r *Reconciler) resync(ctx context.Context, q workqueue.TypedRateLimitingIn
 	for _, op := range ops {
 		q.Add(Request{ResourceType: op.ResourceType, ResourceID: op.ResourceID})
 	}
+	q.Add(Request{Signal: true})
 	log.V(1).Info("Queued pending operations", "count", len(ops))
 	return nil
 }
 
-// mapOperation maps an Operation CR to its resource when the operation is this instance's
-// and not yet finished (or its CR does not show its final state yet).
+// mapOperation maps an Operation CR to the taking of the signal and to its operation's
+// resource when the operation is this instance's and not yet finished (the signal takes
+// only Waiting operations; one In_Progress that no queue holds is carried out too); a CR
+// to reject goes by its own key.
 func (r *Reconciler) mapOperation(ctx context.Context, cr *v1.Operation) []Request {
 	ctx, cancel := context.WithTimeout(ctx, mapTimeout)
 	defer cancel()
@@ -187,10 +215,10 @@ func (r *Reconciler) mapOperation(ctx context.Context, cr *v1.Operation) []Reque
 			return nil
 		}
 		return byCR
-	case op.State.Finished() && statusIs(cr, crState(op.State), op.HumanReadableState):
+	case op.State.Finished():
 		return nil
 	}
-	return []Request{{ResourceType: op.ResourceType, ResourceID: op.ResourceID}}
+	return []Request{{Signal: true}, {ResourceType: op.ResourceType, ResourceID: op.ResourceID}}
 }
 
 // reject says why op is not this instance's ("" when it is).
@@ -209,12 +237,60 @@ func (r *Reconciler) reject(ctx context.Context, crNamespace string, op *db.Oper
 	return Reject(r.Identity, crNamespace, op, owner), nil
 }
 
-// Reconcile carries out the pending operations of a resource, or checks an unmapped CR.
+// Reconcile carries out the pending operations of a resource, takes the signal, or checks
+// an unmapped CR.
 func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, error) {
-	if req.OperationCR.Name != "" {
+	switch {
+	case req.OperationCR.Name != "":
 		return r.reconcileCR(ctx, req.OperationCR)
+	case req.Signal:
+		return r.takeSignal(ctx)
 	}
 	return r.reconcileResource(ctx, req.ResourceType, req.ResourceID)
+}
+
+// takeSignal queues the resources of the Waiting operations not queued yet, and takes the
+// signal down once signalQuietPolls looks in a row found none.
+func (r *Reconciler) takeSignal(ctx context.Context) (ctrl.Result, error) {
+	waiting, err := r.Store.ListWaitingOperations(ctx, r.DB, r.Identity.InstanceID)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing waiting operations: %w", err)
+	}
+	if r.takeWaiting(waiting) > 0 || r.quiet < signalQuietPolls {
+		return ctrl.Result{RequeueAfter: SignalPollInterval}, nil
+	}
+	untaken, err := r.Store.ReleaseSignal(ctx, r.DB, r.Identity.InstanceID, func(id string) bool { return r.taken[id] })
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("taking down the signal: %w", err)
+	}
+	if len(untaken) > 0 {
+		r.takeWaiting(append(waiting, untaken...))
+		return ctrl.Result{RequeueAfter: SignalPollInterval}, nil
+	}
+	r.taken, r.quiet = nil, 0
+	return ctrl.Result{}, nil
+}
+
+// takeWaiting queues the resources of the operations of waiting not taken before, makes
+// waiting the taken set (an operation no longer Waiting is never Waiting again), and
+// returns how many were new.
+func (r *Reconciler) takeWaiting(waiting []db.Operation) int {
+	taken := make(map[string]bool, len(waiting))
+	fresh := 0
+	for _, op := range waiting {
+		taken[op.ID] = true
+		if !r.taken[op.ID] {
+			r.queue.Add(Request{ResourceType: op.ResourceType, ResourceID: op.ResourceID})
+			fresh++
+		}
+	}
+	r.taken = taken
+	if fresh > 0 {
+		r.quiet = 0
+	} else {
+		r.quiet++
+	}
+	return fresh
 }
 
 func (r *Reconciler) reconcileCR(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
@@ -244,8 +320,11 @@ func (r *Reconciler) reconcileCR(ctx context.Context, key types.NamespacedName) 
 	if reason != "" {
 		return ctrl.Result{}, r.rejectCR(ctx, cr, op.ResourceType, reason)
 	}
-	log = log.WithValues("resourceType", op.ResourceType, "resourceID", op.ResourceID)
-	return r.reconcileResource(ctrl.LoggerInto(ctx, log), op.ResourceType, op.ResourceID)
+	if !op.State.Finished() {
+		r.queue.Add(Request{Signal: true})
+		r.queue.Add(Request{ResourceType: op.ResourceType, ResourceID: op.ResourceID})
+	}
+	return ctrl.Result{}, nil
 }
 
 // rejectCR marks a CR Failed without touching any row.
@@ -267,20 +346,17 @@ func (r *Reconciler) reconcileResource(ctx context.Context, resourceType db.Oper
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing operations: %w", err)
 	}
-	var ours, pending []db.Operation
+	var pending []db.Operation
 	for _, op := range all {
 		if op.EngineInstanceID != r.Identity.InstanceID {
 			continue
 		}
-		ours = append(ours, op)
 		if !op.State.Finished() {
 			pending = append(pending, op)
 		}
 	}
 	if len(pending) == 0 {
-		// Nothing to do but make sure the CRs show what the rows say (e.g. after a crash
-		// between the commit and the status patch).
-		return ctrl.Result{}, r.syncStatuses(ctx, ours)
+		return ctrl.Result{}, nil
 	}
 
 	// No claim before the handler runs: most operations finish in one go, and each state
@@ -313,23 +389,19 @@ func (r *Reconciler) reconcileResource(ctx context.Context, resourceType db.Oper
 				operationsTotal.WithLabelValues(string(resourceType), resultFailed).Inc()
 			}
 			if ferr != nil || len(retried) == 0 {
-				return ctrl.Result{}, errors.Join(ferr, r.syncStatuses(ctx, failed))
-			}
-			if serr := r.syncStatuses(ctx, failed); serr != nil {
-				return ctrl.Result{}, serr
+				return ctrl.Result{}, ferr
 			}
 		}
 		log.Error(err, "Carrying out operations failed; retrying", "operations", len(retried))
-		updated, uerr := r.update(ctx, retried, db.OperationInProgress, MessageInternalError)
-		return ctrl.Result{}, errors.Join(err, uerr, r.syncStatuses(ctx, updated))
+		_, uerr := r.update(ctx, retried, db.OperationInProgress, MessageInternalError)
+		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	if !outcome.Done() {
-		updated, err := r.update(ctx, pending, db.OperationInProgress, outcome.Message)
-		if err != nil {
+		if _, err := r.update(ctx, pending, db.OperationInProgress, outcome.Message); err != nil {
 			return ctrl.Result{}, err
 		}
 		log.V(1).Info("Waiting for Argo CD", "message", outcome.Message, "requeueAfter", outcome.RequeueAfter)
-		return ctrl.Result{RequeueAfter: outcome.RequeueAfter}, r.syncStatuses(ctx, updated)
+		return ctrl.Result{RequeueAfter: outcome.RequeueAfter}, nil
 	}
 
 	updated, err := r.update(ctx, pending, outcome.State, outcome.Message)
@@ -347,7 +419,7 @@ func (r *Reconciler) reconcileResource(ctx context.Context, resourceType db.Oper
 		}
 	}
 	log.Info("Finished operations", "state", outcome.State, "message", outcome.Message, "operations", len(updated))
-	return ctrl.Result{}, r.syncStatuses(ctx, updated)
+	return ctrl.Result{}, nil
 }
 
 // expired splits ops into those created longer than RetryLimit ago and the others.
@@ -401,27 +473,6 @@ func (r *Reconciler) update(ctx context.Context, ops []db.Operation, state db.Op
 	return out, nil
 }
 
-// syncStatuses makes the operations' CRs show their rows' state.
-func (r *Reconciler) syncStatuses(ctx context.Context, ops []db.Operation) error {
-	var errs []error
-	for _, op := range ops {
-		cr := &v1.Operation{}
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.Identity.Namespace, Name: CRName(op.ID)}, cr)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if cr.Spec.OperationID != op.ID {
-			continue
-		}
-		errs = append(errs, r.patchStatus(ctx, cr, crState(op.State), op.HumanReadableState))
-	}
-	return errors.Join(errs...)
-}
-
 // patchStatus writes a CR's status when it differs.
 func (r *Reconciler) patchStatus(ctx context.Context, cr *v1.Operation, state v1.OperationStatusState, message string) error {
 	if statusIs(cr, state, message) && cr.Status.ObservedGeneration == cr.Generation {
@@ -442,19 +493,6 @@ func statusIs(cr *v1.Operation, state v1.OperationStatusState, message string) b
 // IsFinal reports whether an Operation CR's state is a final one (Completed or Failed).
 func IsFinal(s v1.OperationStatusState) bool {
 	return s == v1.OperationStateCompleted || s == v1.OperationStateFailed
-}
-
-func crState(s db.OperationState) v1.OperationStatusState {
-	switch s {
-	case db.OperationInProgress:
-		return v1.OperationStateInProgress
-	case db.OperationCompleted:
-		return v1.OperationStateCompleted
-	case db.OperationFailed:
-		return v1.OperationStateFailed
-	default:
-		return v1.OperationStateWaiting
-	}
 }
 
 // handlerOutcome names the outcome of a handler run for the metrics.

@@ -29,6 +29,7 @@ const (
 // Store is the part of the database the collector uses.
 type Store interface {
 	GarbageCollectOperations(ctx context.Context, idb bun.IDB, now time.Time, limit int) ([]db.Operation, error)
+	HasOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) (bool, error)
 }
 
 // ExistingFunc returns which of the given operation ids still have a row.
@@ -47,6 +48,9 @@ type Collector struct {
 	BatchSize int
 	// Existing checks which ids have rows (default: ExistingOperationIDs).
 	Existing ExistingFunc
+
+	// drained is set by a run after which the instance had no operation left.
+	drained bool
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=get;list;watch;delete
@@ -56,18 +60,23 @@ func (c *Collector) Task() *periodic.Task {
 	return &periodic.Task{Name: "operation-gc", Interval: c.Interval, Run: c.Collect}
 }
 
-// Collect deletes every expired operation, batch by batch, then the orphaned CRs. With no
-// Operation CR in the namespace it reads nothing: every operation of this instance has a
-// CR until its row is collected, so there is nothing of its own to collect, and an idle
-// instance costs the database nothing. (Rows are collected whatever their instance, so
-// another instance's expired rows wait for a run of an agent that has CRs.)
+// Collect deletes every expired operation, batch by batch, then the orphaned CRs. Once a
+// run left the instance without operations, later runs read nothing until an Operation CR
+// appears: every new operation is written under a signal, and a signal comes with a CR
+// that stays until its row is collected, so an idle instance costs the database nothing.
+// (Rows are collected whatever their instance, so another instance's expired rows wait
+// for a run of an agent that reads.)
 func (c *Collector) Collect(ctx context.Context) error {
 	crs := &v1.OperationList{}
 	if err := c.Client.List(ctx, crs, client.InNamespace(c.Identity.Namespace)); err != nil {
 		return fmt.Errorf("listing Operations: %w", err)
 	}
-	if len(crs.Items) == 0 {
+	if len(crs.Items) == 0 && c.drained {
 		return nil
+	}
+	present := make(map[string]bool, len(crs.Items))
+	for _, cr := range crs.Items {
+		present[cr.Name] = true
 	}
 	batch := c.BatchSize
 	if batch <= 0 {
@@ -76,7 +85,7 @@ func (c *Collector) Collect(ctx context.Context) error {
 	total := 0
 	collected := map[string]bool{}
 	for {
-		n, err := c.collectBatch(ctx, batch, collected)
+		n, err := c.collectBatch(ctx, batch, collected, present)
 		total += n
 		if err != nil {
 			return err
@@ -89,14 +98,20 @@ func (c *Collector) Collect(ctx context.Context) error {
 	if total > 0 || orphans > 0 {
 		ctrl.LoggerFrom(ctx).Info("Garbage-collected operations", "rows", total, "orphanedCRs", orphans)
 	}
+	if err != nil {
+		return err
+	}
+	left, err := c.Store.HasOperations(ctx, c.DB, c.Identity.InstanceID)
+	c.drained = err == nil && !left
 	return err
 }
 
-// collectBatch deletes up to batch expired rows and the CRs of this instance's ones in one
-// transaction: if a CR cannot be deleted, the rows stay and the next run tries again.
+// collectBatch deletes up to batch expired rows and the CRs of this instance's ones that
+// exist (present: most operations have none, being written under another's signal) in
+// one transaction: if a CR cannot be deleted, the rows stay and the next run tries again.
 // Other instances' CRs live in their own namespaces; their agents sweep them as orphans.
 // The ids of the rows it deleted go into collected.
-func (c *Collector) collectBatch(ctx context.Context, batch int, collected map[string]bool) (int, error) {
+func (c *Collector) collectBatch(ctx context.Context, batch int, collected, present map[string]bool) (int, error) {
 	n := 0
 	err := c.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		ops, err := c.Store.GarbageCollectOperations(ctx, tx, time.Now(), batch)
@@ -106,7 +121,7 @@ func (c *Collector) collectBatch(ctx context.Context, batch int, collected map[s
 		n = len(ops)
 		for _, op := range ops {
 			collected[op.ID] = true
-			if op.EngineInstanceID != c.Identity.InstanceID {
+			if op.EngineInstanceID != c.Identity.InstanceID || !present[operation.CRName(op.ID)] {
 				continue
 			}
 			if err := c.deleteCR(ctx, operation.CRName(op.ID)); err != nil {

@@ -15,9 +15,10 @@
 //     environment's cluster Secret, and a repository credential of this instance without
 //     its repository Secret, each through an operation of its kind with the owner tenant
 //     (the handler applies the row again);
-//   - re-creates the missing Operation CR of this instance's unfinished operations older
-//     than a grace period (the backend crashed between commit and CR, or a CR was deleted
-//     by hand), so that the Operation controller picks them up without a restart.
+//   - hands this instance's unfinished operations older than a grace period back to the
+//     Operation controller, and has it take the instance's signal (the backend crashed
+//     between commit and CR, a CR was deleted by hand, or the database lost a state
+//     write), so that they are carried out without a restart.
 //
 // Objects without the service's labels are never touched.
 package sweep
@@ -53,7 +54,7 @@ const (
 	// DefaultBatchSize is large enough that a sweep of thousands of Argo CD objects costs
 	// a few statements: the statements, not the rows, are what an idle instance pays.
 	DefaultBatchSize = 1000
-	// DefaultOperationGrace is how old an unfinished operation without a CR must be before
+	// DefaultOperationGrace is how old an unfinished operation must be before
 	// its CR is re-created (the backend creates it right after its transaction commits).
 	DefaultOperationGrace = 2 * time.Minute
 	// DefaultGCExpirationSeconds is the retention of the operations the sweep creates (the
@@ -67,13 +68,12 @@ const (
 	KindClusterSecret    = "ClusterSecret"
 	KindRepositorySecret = "RepositorySecret"
 	KindAppProject       = "AppProject"
-	KindOperationCR      = "OperationCR"
 )
 
 var (
 	removedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gitops_cluster_agent_sweep_removed_total",
-		Help: "Orphans the periodic sweep acted on, by kind: Application, ClusterSecret, RepositorySecret, AppProject (labelled Argo CD object without a row, deletion signalled), OperationCR (missing Operation CR re-created).",
+		Help: "Orphans the periodic sweep acted on, by kind: Application, ClusterSecret, RepositorySecret, AppProject (labelled Argo CD object without a row, deletion signalled).",
 	}, []string{"kind"})
 	runsTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gitops_cluster_agent_sweep_runs_total",
@@ -117,11 +117,13 @@ type Sweeper struct {
 	Interval time.Duration
 	// BatchSize bounds the ids of one database query (default 1000).
 	BatchSize int
-	// OperationGrace (default 2 minutes) is how old an operation must be to get its CR back,
-	// or to be handed back to the operation controller through Requeue.
+	// OperationGrace (default 2 minutes) is how old an unfinished operation must be to be
+	// handed back to the operation controller through Requeue.
 	OperationGrace time.Duration
 	// Requeue hands a pending operation back to the operation controller (nil: never).
 	Requeue func(op *db.Operation)
+	// TakeSignal has the operation controller take the instance's signal (nil: never).
+	TakeSignal func()
 	// GCExpirationSeconds is the retention of the deletion operations the sweep creates
 	// (default DefaultGCExpirationSeconds).
 	GCExpirationSeconds int
@@ -142,7 +144,7 @@ func (s *Sweeper) Task() *periodic.Task {
 
 // Result counts what one run did.
 type Result struct {
-	Applications, ClusterSecrets, RepositorySecrets, AppProjects, OperationCRs, Skipped int
+	Applications, ClusterSecrets, RepositorySecrets, AppProjects, Skipped int
 	// Restored counts objects changed or deleted by hand whose restoring was signalled.
 	Restored int
 	// OperationsRequeued counts pending operations handed back to the operation controller.
@@ -175,16 +177,16 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	if errApps == nil && errObjs == nil { // only a complete listing tells what is missing
 		errMissing = s.restoreMissing(ctx, &res, seen)
 	}
-	errOps := s.sweepOperationCRs(ctx, &res)
+	errOps := s.sweepOperations(ctx, &res)
 	for kind, n := range map[string]int{KindApplication: res.Applications, KindClusterSecret: res.ClusterSecrets,
-		KindRepositorySecret: res.RepositorySecrets, KindAppProject: res.AppProjects, KindOperationCR: res.OperationCRs} {
+		KindRepositorySecret: res.RepositorySecrets, KindAppProject: res.AppProjects} {
 		removedTotal.WithLabelValues(kind).Add(float64(n))
 	}
 	restoredTotal.Add(float64(res.Restored))
 	ctrl.LoggerFrom(ctx).Info("Swept orphans", "applicationsDeleted", res.Applications,
 		"clusterSecretsDeleted", res.ClusterSecrets, "repositorySecretsDeleted", res.RepositorySecrets,
 		"appProjectsDeleted", res.AppProjects, "objectsRestored", res.Restored,
-		"operationCRsRecreated", res.OperationCRs, "operationsRequeued", res.OperationsRequeued, "skipped", res.Skipped)
+		"operationsRequeued", res.OperationsRequeued, "skipped", res.Skipped)
 	return res, errors.Join(errApps, errObjs, errMissing, errOps)
 }
 
@@ -497,11 +499,14 @@ func (s *Sweeper) signal(ctx context.Context, resourceType db.OperationResourceT
 	return true, s.createCR(ctx, op.ID)
 }
 
-// sweepOperationCRs re-creates the CRs of unfinished operations older than the grace
-// period whose CR is missing, and hands back to the operation controller the unfinished
-// operations whose CR exists but shows them finished (the database lost the row's state
-// write) or that are older than the grace period (stuck): no CR event would bring them back.
-func (s *Sweeper) sweepOperationCRs(ctx context.Context, res *Result) error {
+// sweepOperations hands back to the operation controller the unfinished operations older
+// than the grace period, and then has it take the signal: no CR event brings back an
+// operation whose state write the database lost, one stuck, or one written under a signal
+// whose CR was never created.
+func (s *Sweeper) sweepOperations(ctx context.Context, res *Result) error {
+	if s.Requeue == nil {
+		return nil
+	}
 	ops, err := s.Store.ListPendingOperations(ctx, s.DB, s.Identity.InstanceID)
 	if err != nil {
 		return fmt.Errorf("listing pending operations: %w", err)
@@ -514,60 +519,17 @@ func (s *Sweeper) sweepOperationCRs(ctx context.Context, res *Result) error {
 	for i := range ops {
 		op := &ops[i]
 		if op.CreatedAt.After(cutoff) {
-			// Young: only a CR in the cache that shows it finished (its row's state write
-			// was lost) is worth a look; its CR may simply not be in the cache yet.
-			if cr, err := s.readOperationCR(ctx, s.Client, op.ID); s.Requeue != nil && err == nil && cr != nil && operation.IsFinal(cr.Status.State) {
-				s.requeue(ctx, res, op, cr)
-			}
 			continue
 		}
-		cr, err := s.operationCR(ctx, op.ID)
-		switch {
-		case err != nil:
-			res.Skipped++
-		case cr == nil:
-			if err := s.createCR(ctx, op.ID); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Re-creating a missing Operation CR failed", "operation", op.ID)
-				res.Skipped++
-				continue
-			}
-			ctrl.LoggerFrom(ctx).Info("Re-created the missing CR of a pending operation", "operation", op.ID,
-				"resourceType", op.ResourceType, "resourceID", op.ResourceID)
-			res.OperationCRs++
-		case s.Requeue != nil:
-			s.requeue(ctx, res, op, cr)
-		}
+		ctrl.LoggerFrom(ctx).Info("Handing a pending operation back to the operation controller", "operation", op.ID,
+			"resourceType", op.ResourceType, "resourceID", op.ResourceID, "state", op.State)
+		s.Requeue(op)
+		res.OperationsRequeued++
+	}
+	if res.OperationsRequeued > 0 && s.TakeSignal != nil {
+		s.TakeSignal()
 	}
 	return nil
-}
-
-func (s *Sweeper) requeue(ctx context.Context, res *Result, op *db.Operation, cr *v1.Operation) {
-	ctrl.LoggerFrom(ctx).Info("Handing a pending operation back to the operation controller", "operation", op.ID,
-		"resourceType", op.ResourceType, "resourceID", op.ResourceID, "crState", cr.Status.State)
-	s.Requeue(op)
-	res.OperationsRequeued++
-}
-
-// operationCR returns the CR of operation id, nil if there is none (confirmed by the API
-// server when the cache has none).
-func (s *Sweeper) operationCR(ctx context.Context, id string) (*v1.Operation, error) {
-	if cr, err := s.readOperationCR(ctx, s.Client, id); cr != nil || err != nil {
-		return cr, err
-	}
-	return s.readOperationCR(ctx, s.APIReader, id)
-}
-
-// readOperationCR returns the CR of operation id as reader sees it, nil if there is none.
-func (s *Sweeper) readOperationCR(ctx context.Context, reader client.Reader, id string) (*v1.Operation, error) {
-	cr := &v1.Operation{}
-	err := reader.Get(ctx, client.ObjectKey{Namespace: s.Identity.Namespace, Name: operation.CRName(id)}, cr)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return cr, nil
 }
 
 func (s *Sweeper) createCR(ctx context.Context, id string) error {
