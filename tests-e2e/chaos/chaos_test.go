@@ -455,6 +455,7 @@ func (w *world) consistent(ctx context.Context, g Gomega, s *stack.Stack) {
 	for _, cr := range crs.Items {
 		g.Expect(operationRows).To(HaveKey(cr.Spec.OperationID), "Operation CR %s has a row", cr.Name)
 	}
+	g.Expect(count("SELECT count(*) FROM operation_signals")).To(BeZero(), "the cluster-agent took down every signal")
 }
 
 // rowsOf describes the application row and operations of an application id, for a
