@@ -11,6 +11,7 @@ require (
 	github.com/gitops-service/gitops-service/backend-shared v0.0.0
 	github.com/gitops-service/gitops-service/cluster-agent v0.0.0-00010101000000-000000000000
 	github.com/go-logr/logr v1.4.3
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
@@ -87,7 +88,6 @@ require (
 	github.com/google/go-github/v69 v69.2.0 // indirect
 	github.com/google/go-github/v72 v72.0.0 // indirect
 	github.com/google/go-querystring v1.1.0 // indirect
-	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936 // indirect
 	github.com/google/uuid v1.6.1-0.20241114170450-2d3c2a9cc518 // indirect
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/gregjones/httpcache v0.0.0-20190611155906-901d90724c79 // indirect

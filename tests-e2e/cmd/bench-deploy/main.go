@@ -4,7 +4,9 @@
 // (the floor), alternating the two in the same run. It also reports how long the stack took
 // to start and the resident memory of every process, and how long a push takes to be
 // deployed: pushes whose Git server hook calls the backend's webhook receiver, against the
-// same pushes left to Argo CD's default polling (3 minutes), in the same run.
+// same pushes left to Argo CD's default polling (3 minutes), in the same run. Last, P1 on
+// the real Argo CD: N deployments at once to Synced/Healthy through the service, against the
+// same N Applications created directly.
 package main
 
 import (
@@ -48,20 +50,23 @@ type Result struct {
 	PushPollingP50Seconds float64 `json:"pushPollingP50Seconds"`
 	PushPollingP99Seconds float64 `json:"pushPollingP99Seconds"`
 	PushRatioP50          float64 `json:"pushRatioP50"`
+	// Throughput is P1 on the real Argo CD.
+	Throughput *Throughput `json:"throughput,omitempty"`
 }
 
 func main() {
 	samples := flag.Int("samples", 5, "Deployments of each kind to time.")
 	pushes := flag.Int("pushes", 20, "Pushes to time with the webhook receiver and with polling (0 skips them).")
+	throughput := flag.Int("throughput", 500, "Deployments created at once to time to Synced/Healthy, through the service and directly (0 skips them).")
 	out := flag.String("out", ".local/bench-deploy", "Directory for the stack and the results.")
 	flag.Parse()
-	if err := run(*samples, *pushes, *out); err != nil {
+	if err := run(*samples, *pushes, *throughput, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-deploy:", err)
 		os.Exit(1)
 	}
 }
 
-func run(samples, pushes int, out string) error {
+func run(samples, pushes, throughput int, out string) error {
 	ctrl.SetLogger(logr.Discard())
 	ctx := context.Background()
 	start := time.Now()
@@ -122,6 +127,11 @@ func run(samples, pushes int, out string) error {
 			return err
 		}
 	}
+	if throughput > 0 {
+		if res.Throughput, err = timeThroughput(ctx, s, throughput); err != nil {
+			return err
+		}
+	}
 	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
@@ -176,6 +186,11 @@ func poll(ctx context.Context, start time.Time, done func() (bool, error)) (floa
 
 // pollFor checks done every 50ms for up to limit and returns the seconds since start.
 func pollFor(ctx context.Context, start time.Time, limit time.Duration, done func() (bool, error)) (float64, error) {
+	return pollEvery(ctx, start, limit, 50*time.Millisecond, done)
+}
+
+// pollEvery checks done every interval for up to limit and returns the seconds since start.
+func pollEvery(ctx context.Context, start time.Time, limit, interval time.Duration, done func() (bool, error)) (float64, error) {
 	deadline := start.Add(limit)
 	for time.Now().Before(deadline) {
 		ok, err := done()
@@ -188,7 +203,7 @@ func pollFor(ctx context.Context, start time.Time, limit time.Duration, done fun
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 	return 0, fmt.Errorf("not Synced/Healthy after %s", limit)

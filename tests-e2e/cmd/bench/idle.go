@@ -5,6 +5,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/gitops-service/gitops-service/tests-e2e/stack"
 )
 
 // idle (P3) waits until the binaries have settled, then counts over a quiet window the
@@ -30,7 +32,7 @@ func (b *bench) idle(ctx context.Context, size int) (*Idle, error) {
 	if err := resetStatements(ctx, b.s.DatabaseURL); err != nil {
 		return nil, err
 	}
-	cpuBefore := cpuByProgram()
+	cpuBefore := stack.CPUSecondsByProgram(programs)
 	start := time.Now()
 	select {
 	case <-time.After(b.cfg.IdleWindow):
@@ -42,7 +44,7 @@ func (b *bench) idle(ctx context.Context, size int) (*Idle, error) {
 		return nil, err
 	}
 	window := time.Since(start)
-	cpuAfter := cpuByProgram()
+	cpuAfter := stack.CPUSecondsByProgram(programs)
 	if res.TopStatements, err = topStatements(ctx, b.s.DatabaseURL, 10); err != nil {
 		return nil, err
 	}

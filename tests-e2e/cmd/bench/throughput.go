@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,7 @@ func benchClient(cfg *rest.Config, scheme *k8sruntime.Scheme) (client.WithWatch,
 func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	tp := &Throughput{N: size, Namespaces: b.cfg.Namespaces}
 	progress("P1 floor: creating %d Argo CD Applications directly", size)
+	floorCPU := stack.CPUSecondsByProgram(programs)
 	floorWrites, err := apiWrites(ctx, b.s.ControlPlane.Config)
 	if err != nil {
 		return nil, err
@@ -71,6 +73,10 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 		return nil, err
 	}
 	tp.FloorWritesPerDeployment = writesPerDeployment(floorWrites, afterFloor, size)
+	tp.FloorCPUSeconds = map[string]float64{}
+	for name, after := range stack.CPUSecondsByProgram(programs) {
+		tp.FloorCPUSeconds[name] = after - floorCPU[name]
+	}
 	if b.namespaces, err = createNamespaces(ctx, b.c, b.cfg.Namespaces); err != nil {
 		return nil, err
 	}
@@ -78,7 +84,7 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 		return nil, err
 	}
 	progress("P1 pipeline: creating %d GitOpsDeployments in %d namespaces", size, b.cfg.Namespaces)
-	cpuBefore := cpuByProgram()
+	cpuBefore := stack.CPUSecondsByProgram(programs)
 	metricsBefore, err := b.s.ScrapeAll(ctx)
 	if err != nil {
 		return nil, err
@@ -87,9 +93,20 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A profile of the kube-apiserver over the part of the phase the floor's time suggests.
+	profiled := make(chan *APIServerProfile, 1)
+	go func() {
+		file := filepath.Join(b.cfg.Out, fmt.Sprintf("%s-kube-apiserver-%d.pprof", b.cfg.Name, size))
+		p, err := profileAPIServer(ctx, b.s.ControlPlane.Config, time.Duration(2*tp.FloorStatusSeconds*float64(time.Second)), file)
+		if err != nil {
+			progress("profiling the kube-apiserver failed: %v", err)
+		}
+		profiled <- p
+	}()
 	if tp.PipelineAppsSeconds, tp.PipelineStatusSeconds, tp.PipelineFirstAppSeconds, err = b.pipeline(ctx, size); err != nil {
 		return nil, err
 	}
+	tp.APIServer = <-profiled
 	metricsAfter, err := b.s.ScrapeAll(ctx)
 	if err != nil {
 		return nil, err
@@ -109,7 +126,7 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 		}
 	}
 	tp.CPUSeconds = map[string]float64{}
-	for name, after := range cpuByProgram() {
+	for name, after := range stack.CPUSecondsByProgram(programs) {
 		tp.CPUSeconds[name] = after - cpuBefore[name]
 	}
 	tp.AppsRatio = tp.PipelineAppsSeconds / tp.FloorAppsSeconds

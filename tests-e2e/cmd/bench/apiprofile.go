@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"k8s.io/client-go/rest"
+)
+
+// APIServerProfile is where the kube-apiserver's CPU went while it was profiled during the
+// pipeline phase: by the work a CPU sample's stack belongs to (each sample to one), by
+// costs that cut across that work (a sample to any number), and the functions with the
+// most CPU of their own.
+type APIServerProfile struct {
+	Seconds float64        `json:"seconds"`
+	CPU     float64        `json:"cpuSeconds"`
+	Areas   []ProfileShare `json:"areas"`
+	Costs   []ProfileShare `json:"costs"`
+	Top     []ProfileShare `json:"topFunctions"`
+	// File is the raw profile (go tool pprof <file>).
+	File string `json:"file,omitempty"`
+}
+
+// ProfileShare is a name and its share of the profile's CPU.
+type ProfileShare struct {
+	Name  string  `json:"name"`
+	Share float64 `json:"share"`
+}
+
+// profileArea is a part of the kube-apiserver's work, named by |-separated substrings of
+// the functions on its stacks.
+type profileArea struct{ name, match string }
+
+// profileAreas are the kinds of work, in the order a sample is assigned to the first whose
+// functions are on its stack.
+var profileAreas = []profileArea{
+	{"PATCH and server-side apply requests", "handlers.(*patcher).patchResource"},
+	{"POST requests", "createHandler"},
+	{"GET and LIST requests", "ListResource|GetResource|getResourceHandler"},
+	{"DELETE requests", "DeleteResource|DeleteCollection"},
+	{"watch cache: decoding etcd's events", "etcd3.(*watchChan)"},
+	{"watches: sending events to watchers", "WatchServer|cacheWatcher|dispatchEvent"},
+	{"garbage collection", "runtime.gcBgMarkWorker"},
+}
+
+// profileCosts cut across the kinds of work.
+var profileCosts = []profileArea{
+	{"JSON encoding and decoding", "encoding/json|json-iterator|sigs.k8s.io/json"},
+	{"CRD schema coercion and pruning", "unstructuredSchemaCoercer|structural/pruning"},
+	{"managed fields", "managedfields"},
+	{"etcd transactions", "etcd/client/v3.(*txn)|etcd/client/v3.(*kv)"},
+	{"authentication and authorization checks", "authenticator|authorizer|Authorize("},
+	{"memory allocation", "runtime.mallocgc"},
+}
+
+// profileAPIServer takes a CPU profile of the kube-apiserver for d, saves it to file and
+// summarises it.
+func profileAPIServer(ctx context.Context, cfg *rest.Config, d time.Duration, file string) (*APIServerProfile, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 0
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	seconds := max(1, int(d.Seconds()))
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cfg.Host, "/"), seconds)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("kube-apiserver profile: %s: %s", resp.Status, bytes.TrimSpace(data))
+	}
+	if file != "" {
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	p, err := profile.Parse(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	out := summarizeProfile(p, 10)
+	out.Seconds, out.File = float64(seconds), file
+	return out, nil
+}
+
+// summarizeProfile sums a CPU profile's samples by kind of work (the first area with a
+// frame on the stack, else "other"), by cost (any frame), and by leaf function.
+func summarizeProfile(p *profile.Profile, top int) *APIServerProfile {
+	value := len(p.SampleType) - 1 // cpu nanoseconds
+	var total float64
+	areas := make([]float64, len(profileAreas)+1)
+	costs := make([]float64, len(profileCosts))
+	flat := map[string]float64{}
+	for _, s := range p.Sample {
+		v := float64(s.Value[value])
+		total += v
+		frames := sampleFrames(s)
+		if len(frames) > 0 {
+			flat[frames[0]] += v
+		}
+		area := len(profileAreas)
+		for i, a := range profileAreas {
+			if anyFrameMatches(frames, a.match) {
+				area = i
+				break
+			}
+		}
+		areas[area] += v
+		for i, c := range profileCosts {
+			if anyFrameMatches(frames, c.match) {
+				costs[i] += v
+			}
+		}
+	}
+	out := &APIServerProfile{CPU: total / 1e9}
+	if total == 0 {
+		return out
+	}
+	for i, v := range areas {
+		name := "other"
+		if i < len(profileAreas) {
+			name = profileAreas[i].name
+		}
+		out.Areas = append(out.Areas, ProfileShare{Name: name, Share: v / total})
+	}
+	for i, c := range profileCosts {
+		out.Costs = append(out.Costs, ProfileShare{Name: c.name, Share: costs[i] / total})
+	}
+	for name, v := range flat {
+		out.Top = append(out.Top, ProfileShare{Name: name, Share: v / total})
+	}
+	for _, shares := range [][]ProfileShare{out.Areas, out.Costs, out.Top} {
+		sort.SliceStable(shares, func(i, j int) bool {
+			return shares[i].Share > shares[j].Share || shares[i].Share == shares[j].Share && shares[i].Name < shares[j].Name
+		})
+	}
+	if len(out.Top) > top {
+		out.Top = out.Top[:top]
+	}
+	return out
+}
+
+// sampleFrames are the function names of a sample's stack, leaf first.
+func sampleFrames(s *profile.Sample) []string {
+	var frames []string
+	for _, loc := range s.Location {
+		for _, line := range loc.Line {
+			if line.Function != nil {
+				frames = append(frames, line.Function.Name)
+			}
+		}
+	}
+	return frames
+}
+
+// anyFrameMatches reports whether a frame contains one of the |-separated substrings.
+func anyFrameMatches(frames []string, match string) bool {
+	for _, frame := range frames {
+		for _, m := range strings.Split(match, "|") {
+			if strings.Contains(frame, m) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// summarizeShares is "name 12%, ..." for the shares of at least 1%.
+func summarizeShares(shares []ProfileShare) string {
+	var parts []string
+	for _, s := range shares {
+		if s.Share >= 0.01 {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", s.Name, 100*s.Share))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
