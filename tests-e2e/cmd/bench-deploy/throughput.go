@@ -21,16 +21,15 @@ import (
 // created by 16 clients, until all are Synced and Healthy; the floor creates the same
 // Argo CD Applications directly.
 type Throughput struct {
-	N                    int     `json:"n"`
-	Namespaces           int     `json:"namespaces"`
-	FloorSeconds         float64 `json:"floorSeconds"`
-	ServiceSeconds       float64 `json:"serviceSeconds"`
-	Ratio                float64 `json:"ratio"`
-	FloorCPUSeconds      float64 `json:"floorCpuSeconds"`
-	ServiceCPUSeconds    float64 `json:"serviceCpuSeconds"`
-	ServiceAPIServerCPU  float64 `json:"serviceKubeAPIServerCpuSeconds"`
-	FloorAPIServerCPU    float64 `json:"floorKubeAPIServerCpuSeconds"`
-	throughputNamespaces []string
+	N                   int     `json:"n"`
+	Namespaces          int     `json:"namespaces"`
+	FloorSeconds        float64 `json:"floorSeconds"`
+	ServiceSeconds      float64 `json:"serviceSeconds"`
+	Ratio               float64 `json:"ratio"`
+	FloorCPUSeconds     float64 `json:"floorCpuSeconds"`
+	ServiceCPUSeconds   float64 `json:"serviceCpuSeconds"`
+	ServiceAPIServerCPU float64 `json:"serviceKubeAPIServerCpuSeconds"`
+	FloorAPIServerCPU   float64 `json:"floorKubeAPIServerCpuSeconds"`
 }
 
 const (
