@@ -27,10 +27,17 @@ const (
 
 // GitOpsDeploymentRepositoryCredentialSpec names a private Git repository and the Secret
 // holding the credentials to read it.
+//
+// spec.repository is required by a rule rather than by the schema, so that a spec written
+// with the older spelling spec.url gets both messages (the schema's "Required value" would
+// stop the rules from running).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.repository)",message="spec.repository is required: the URL of the private Git repository",fieldPath=".repository",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.url)",message="spec.url is the spelling of older documents: write the repository URL in spec.repository",fieldPath=".url",reason=FieldValueForbidden
 type GitOpsDeploymentRepositoryCredentialSpec struct {
 	// Repository is the URL of the private Git repository: an https:// URL (used with a user
-	// name and password or token) or an ssh:// URL (used with an SSH private key).
-	// +required
+	// name and password or token) or an ssh:// URL (used with an SSH private key). Required.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('ssh://')",message="spec.repository must begin with https:// or ssh://"
@@ -42,6 +49,12 @@ type GitOpsDeploymentRepositoryCredentialSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Secret string `json:"secret"`
+
+	// DeprecatedURL (url) is the spelling of older documents for repository. It is refused
+	// with a message naming spec.repository; it is in the schema only so that the API server
+	// does not drop it silently.
+	// +optional
+	DeprecatedURL string `json:"url,omitempty"`
 }
 
 // GitOpsDeploymentRepositoryCredentialStatus reports whether the repository and credentials
