@@ -13,6 +13,8 @@ import (
 // GitOpsDeploymentSyncRun to deploy again.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.revisionID) == has(oldSelf.revisionID) && (!has(self.revisionID) || self.revisionID == oldSelf.revisionID)",message="spec.revisionID is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.revisionId) == has(oldSelf.revisionId) && (!has(self.revisionId) || self.revisionId == oldSelf.revisionId)",message="spec.revisionId is immutable"
+// +kubebuilder:validation:XValidation:rule="!has(self.revisionId) || !has(self.revisionID) || self.revisionId == self.revisionID",message="spec.revisionId is an older spelling of spec.revisionID and names another revision; set only spec.revisionID",fieldPath=".revisionId"
 type GitOpsDeploymentSyncRunSpec struct {
 	// GitopsDeploymentName is the name of the GitOpsDeployment, in the same namespace, to
 	// deploy. It should be of type "manual"; a SyncRun of an automated GitOpsDeployment is
@@ -28,6 +30,13 @@ type GitOpsDeploymentSyncRunSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	RevisionID string `json:"revisionID,omitempty"`
+
+	// DeprecatedRevisionId (revisionId) is the spelling of older documents for revisionID;
+	// deprecated, write revisionID. It is used when revisionID is empty; when both are set
+	// they must be equal.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	DeprecatedRevisionId string `json:"revisionId,omitempty"`
 }
 
 // GitOpsDeploymentSyncRunStatus is the outcome of a GitOpsDeploymentSyncRun.

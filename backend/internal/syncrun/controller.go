@@ -160,7 +160,8 @@ func (ev *transitions) add(eventType, reason, message string) {
 // start creates the sync operation of run, once. It returns the GitOpsDeployment when the
 // sync has been requested.
 func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (*v1.GitOpsDeployment, error) {
-	if err := validation.PlainText("spec.revisionID", run.Spec.RevisionID); err != nil {
+	revision, err := validation.SyncRunRevision(&run.Spec)
+	if err != nil {
 		return nil, err
 	}
 	depl := &v1.GitOpsDeployment{}
@@ -191,7 +192,6 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun)
 	if err != nil {
 		return nil, err
 	}
-	revision := run.Spec.RevisionID
 	if revision == "" {
 		revision = depl.Spec.Source.TargetRevision
 	}

@@ -63,6 +63,20 @@ func GitOpsDeploymentAdmission(depl *v1.GitOpsDeployment) error {
 	return nil
 }
 
+// SyncRunRevision returns the revision a SyncRun asks for: spec.revisionID, or else
+// spec.revisionId, the spelling of older documents. The CRD refuses the two set to
+// different values; an object stored before it did is refused here.
+func SyncRunRevision(spec *v1.GitOpsDeploymentSyncRunSpec) (string, error) {
+	revision, field := spec.RevisionID, "spec.revisionID"
+	switch old := spec.DeprecatedRevisionId; {
+	case old != "" && revision != "" && old != revision:
+		return "", invalid("spec.revisionId %q is an older spelling of spec.revisionID and names another revision than spec.revisionID %q; set only spec.revisionID", old, revision)
+	case revision == "" && old != "":
+		revision, field = old, "spec.revisionId"
+	}
+	return revision, PlainText(field, revision)
+}
+
 // SyncOptions returns the sync options of depl as strings.
 func SyncOptions(depl *v1.GitOpsDeployment) []string {
 	if depl.Spec.SyncPolicy == nil {
