@@ -88,6 +88,16 @@ func TestSyncRunCreatedBeforeItsDeploymentRunsOnceItExists(t *testing.T) {
 		HaveField("ApplicationID", string(depl.UID)),
 		HaveField("Revision", "v1.2.0"), // the deployment's target revision when the SyncRun names none
 	))
+	h.g.Eventually(h.syncRunRevision(run), eventually, poll).Should(Equal("v1.2.0"), "status.revision shows what was requested")
+}
+
+// syncRunRevision reads the status.revision of run.
+func (h *harness) syncRunRevision(run client.Object) func() string {
+	return func() string {
+		got := &v1.GitOpsDeploymentSyncRun{}
+		h.g.Expect(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(run), got)).To(Succeed())
+		return got.Status.Revision
+	}
 }
 
 func TestSyncRunStatusFollowsTheSync(t *testing.T) {

@@ -55,6 +55,13 @@ type GitOpsDeploymentSyncRunStatus struct {
 	// +optional
 	SyncStatus SyncStatusCode `json:"syncStatus,omitempty"`
 
+	// Revision is the revision whose sync this SyncRun requested: spec.revisionID (or
+	// spec.revisionId), else the GitOpsDeployment's spec.source.targetRevision at that
+	// time. Empty until the sync is requested, and when both are empty (the repository's
+	// default branch).
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
 	// Conditions report errors met while carrying out the SyncRun (type ErrorOccurred) and,
 	// as kstatus reads them, whether its sync succeeded (Ready), runs (Reconciling) or failed
 	// (Stalled).
@@ -84,7 +91,7 @@ const (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=gitopsdeplsyncrun,categories=gitops
 // +kubebuilder:printcolumn:name="GitOpsDeployment",type=string,JSONPath=`.spec.gitopsDeploymentName`,description="The GitOpsDeployment deployed"
-// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.spec.revisionID`,priority=1,description="The revision deployed"
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`,priority=1,description="The revision whose sync was requested"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the sync succeeded"
 // +kubebuilder:printcolumn:name="Sync Status",type=string,JSONPath=`.status.syncStatus`
 // +kubebuilder:printcolumn:name="Health Status",type=string,JSONPath=`.status.health`

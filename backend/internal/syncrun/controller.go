@@ -179,7 +179,8 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.Store.GetSyncOperation(ctx, r.DB, tenant.ID, string(run.UID)); err == nil {
+	if syncOp, err := r.Store.GetSyncOperation(ctx, r.DB, tenant.ID, string(run.UID)); err == nil {
+		run.Status.Revision = syncOp.Revision
 		return depl, r.ensureSignalled(ctx, string(run.UID))
 	} else if !errors.Is(err, db.ErrNotFound) {
 		return nil, err
@@ -215,6 +216,7 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun)
 	if err != nil {
 		return nil, err
 	}
+	run.Status.Revision = revision
 	if r.Recorder != nil {
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, EventSyncRequested, "Sync of GitOpsDeployment %s to %q requested", depl.Name, revision)
 	}
