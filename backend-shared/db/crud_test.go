@@ -594,6 +594,10 @@ func TestAPICRMappingCRUD(t *testing.T) {
 		byUID, err := f.store.GetAPICRMapping(f.ctx, f.db, tenant.ID, m.APIResourceType, m.APIResourceUID)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(byUID.TargetID()).To(Equal(target))
+		byTarget, err := f.store.GetAPICRMappingByTarget(f.ctx, f.db, tenant.ID, m.APIResourceType, target)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(byTarget.APIResourceUID).To(Equal(m.APIResourceUID))
+		g.Expect(byTarget.APIResourceName).To(Equal("cr"))
 		byName, err := f.store.ListAPICRMappingsByName(f.ctx, f.db, tenant.ID, m.APIResourceType, "cr")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(byName).To(HaveLen(1))
@@ -612,6 +616,17 @@ func TestAPICRMappingCRUD(t *testing.T) {
 	_, err := f.store.GetOrCreateAPICRMapping(f.ctx, f.db, &db.APICRMapping{APIResourceType: db.APIResourceSyncRun,
 		APIResourceUID: newUID(), APIResourceName: "x", APIResourceNamespace: "n", TenantID: tenant.ID, ManagedEnvironmentID: env.ID})
 	g.Expect(err).To(MatchError(db.ErrCheck))
+
+	// The reverse lookup: a row without a CR, another kind's row, and a malformed id.
+	unmapped, _ := f.newEnv(t, tenant.ID)
+	_, err = f.store.GetAPICRMappingByTarget(f.ctx, f.db, tenant.ID, db.APIResourceManagedEnvironment, unmapped.ID)
+	g.Expect(err).To(MatchError(db.ErrNotFound))
+	_, err = f.store.GetAPICRMappingByTarget(f.ctx, f.db, tenant.ID, db.APIResourceRepositoryCredential, env.ID)
+	g.Expect(err).To(MatchError(db.ErrNotFound))
+	_, err = f.store.GetAPICRMappingByTarget(f.ctx, f.db, tenant.ID, db.APIResourceManagedEnvironment, "not-a-uuid")
+	g.Expect(err).To(MatchError(db.ErrInvalid))
+	_, err = f.store.GetAPICRMappingByTarget(f.ctx, f.db, tenant.ID, "Unknown", env.ID)
+	g.Expect(err).To(MatchError(db.ErrInvalid))
 
 	// Mappings go with their rows, or on their own.
 	g.Expect(f.store.DeleteSyncOperation(f.ctx, f.db, tenant.ID, sop.ID)).To(Succeed())

@@ -73,6 +73,8 @@ func TestTenantIsolation(t *testing.T) {
 	g.Expect(err).To(MatchError(db.ErrNotFound))
 	_, err = s.GetAPICRMapping(ctx, idb, A, db.APIResourceManagedEnvironment, b.crUID)
 	g.Expect(err).To(MatchError(db.ErrNotFound))
+	_, err = s.GetAPICRMappingByTarget(ctx, idb, A, db.APIResourceManagedEnvironment, b.env.ID)
+	g.Expect(err).To(MatchError(db.ErrNotFound))
 	_, err = s.GetClusterAccess(ctx, idb, A, b.env.ID, f.instance.ID)
 	g.Expect(err).To(MatchError(db.ErrNotFound))
 

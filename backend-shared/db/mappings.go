@@ -159,6 +159,29 @@ func (s *Store) GetAPICRMapping(ctx context.Context, idb bun.IDB, tenantID strin
 	return m, nil
 }
 
+// GetAPICRMappingByTarget returns the tenant's mapping of the CR that produced the row
+// targetID of kind (the reverse of GetAPICRMapping): e.g. the
+// GitOpsDeploymentManagedEnvironment of a managed environment id. ErrNotFound if the row
+// has no mapping (any more); ErrInvalid if targetID is not a UUID.
+func (s *Store) GetAPICRMappingByTarget(ctx context.Context, idb bun.IDB, tenantID string, kind APIResourceType, targetID string) (*APICRMapping, error) {
+	column, ok := map[APIResourceType]string{
+		APIResourceSyncRun:              "sync_operation_id",
+		APIResourceManagedEnvironment:   "managed_environment_id",
+		APIResourceRepositoryCredential: "repository_credential_id",
+	}[kind]
+	if !ok {
+		return nil, fmt.Errorf("mapping of %s %s: unknown kind: %w", kind, targetID, ErrInvalid)
+	}
+	m := new(APICRMapping)
+	err := idb.NewSelect().Model(m).
+		Where("acm.tenant_id = ? AND acm.api_resource_type = ? AND ? = ?", tenantID, kind, bun.Ident("acm."+column), targetID).
+		Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mapping of %s of row %s: %w", kind, targetID, translate(err))
+	}
+	return m, nil
+}
+
 // ListAPICRMappingsByName returns the tenant's mappings of CRs of a kind called name
 // (several when re-created): a deletion reconcile knows only names.
 func (s *Store) ListAPICRMappingsByName(ctx context.Context, idb bun.IDB, tenantID string, kind APIResourceType, name string) ([]APICRMapping, error) {
