@@ -46,6 +46,7 @@ type Store interface {
 	GetApplicationState(ctx context.Context, idb bun.IDB, tenantID, applicationID string) (*db.ApplicationState, error)
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
 	GetAPICRMapping(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, uid string) (*db.APICRMapping, error)
+	GetAPICRMappingByTarget(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, targetID string) (*db.APICRMapping, error)
 }
 
 // Reconciler reconciles GitOpsDeployments.

@@ -41,7 +41,9 @@ func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1
 	status.Sync = v1.SyncStatus{Status: v1.SyncStatusCode(st.SyncStatus), Revision: st.Revision}
 	status.Health = v1.HealthStatus{Status: v1.HealthStatusCode(st.Health), Message: st.HealthMessage}
 	status.Resources = resources(st.Resources)
-	status.ReconciledState = reconciledState(st.ReconciledState, depl)
+	if status.ReconciledState, err = reconciledState(st.ReconciledState, r.environmentName(ctx, tenant)); err != nil {
+		return nil, err
+	}
 	if status.OperationState, err = operationState(st.OperationState); err != nil {
 		return nil, err
 	}
@@ -85,20 +87,53 @@ func resources(in []argov1alpha1.ResourceStatus) []v1.ResourceStatus {
 	return out
 }
 
-// reconciledState says what Argo CD last compared against, naming the destination by the
-// GitOpsDeploymentManagedEnvironment the user wrote rather than by an internal id.
-func reconciledState(cmp *argov1alpha1.ComparedTo, depl *v1.GitOpsDeployment) v1.ReconciledState {
+// reconciledState says what Argo CD last compared against. A destination that is a managed
+// environment's cluster Secret is named by the GitOpsDeploymentManagedEnvironment that
+// environmentName finds for that environment's id, which is called only then: the
+// environment compared against, not the one the spec names now, which Argo CD may not have
+// compared yet.
+func reconciledState(cmp *argov1alpha1.ComparedTo, environmentName func(id string) (string, error)) (v1.ReconciledState, error) {
 	if cmp == nil {
-		return v1.ReconciledState{}
+		return v1.ReconciledState{}, nil
 	}
 	state := v1.ReconciledState{Destination: v1.GitOpsDeploymentDestination{Namespace: cmp.Destination.Namespace}}
 	if cmp.Source.RepoURL != "" {
 		state.Source = v1.GitOpsDeploymentSource{RepoURL: cmp.Source.RepoURL, Path: cmp.Source.Path, Branch: cmp.Source.TargetRevision}
 	}
-	if cmp.Destination.Name != "" && strings.HasPrefix(cmp.Destination.Name, argocd.ClusterSecretName("")) {
-		state.Destination.Name = depl.Spec.Destination.Environment
+	if id := comparedEnvironmentID(cmp); id != "" {
+		name, err := environmentName(id)
+		if err != nil {
+			return v1.ReconciledState{}, err
+		}
+		state.Destination.Name = name
 	}
-	return state
+	return state, nil
+}
+
+// comparedEnvironmentID is the id of the managed environment whose cluster Secret Argo CD
+// compared against, or "" for any other destination.
+func comparedEnvironmentID(cmp *argov1alpha1.ComparedTo) string {
+	id, ok := strings.CutPrefix(cmp.Destination.Name, argocd.ClusterSecretName(""))
+	if !ok {
+		return ""
+	}
+	return id
+}
+
+// environmentName returns a lookup of the name of the tenant's
+// GitOpsDeploymentManagedEnvironment that maps to a managed environment id: "" when none
+// does any more (the environment was deleted, or re-created with another id).
+func (r *Reconciler) environmentName(ctx context.Context, tenant *db.Tenant) func(id string) (string, error) {
+	return func(id string) (string, error) {
+		m, err := r.Store.GetAPICRMappingByTarget(ctx, r.DB, tenant.ID, db.APIResourceManagedEnvironment, id)
+		if errors.Is(err, db.ErrNotFound) || errors.Is(err, db.ErrInvalid) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		return m.APIResourceName, nil
+	}
 }
 
 // operationState converts Argo CD's operationState to the API's copy of it: the API mirrors
