@@ -18,22 +18,20 @@ import (
 )
 
 func main() {
-	var err error
 	if len(os.Args) > 1 && app.IsSubcommand(os.Args[1]) {
-		err = app.RunSubcommand(os.Args[1], os.Args[2:])
-	} else {
-		opts := &app.Options{}
-		err = manageropts.Command{
-			Name:        "backend",
-			Summary:     "Reconciles GitOpsDeployments, SyncRuns, ManagedEnvironments and RepositoryCredentials into the database.\nSubcommands: migrate, rotate-keys, engine-instances (see `backend migrate --help`), version.",
-			MetricsAddr: ":8080",
-			ProbeAddr:   ":8081",
-			BindFlags:   opts.BindFlags,
-			Setup:       opts.Setup,
-		}.Run(os.Args[1:])
+		if err := app.RunSubcommand(os.Args[1], os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "backend:", err)
+			os.Exit(1)
+		}
+		return
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "backend:", err)
-		os.Exit(1)
-	}
+	opts := &app.Options{}
+	manageropts.Main(manageropts.Command{
+		Name:        "backend",
+		Summary:     "Reconciles GitOpsDeployments, SyncRuns, ManagedEnvironments and RepositoryCredentials into the database.\nSubcommands: migrate, rotate-keys, engine-instances (see `backend migrate --help`), version.",
+		MetricsAddr: ":8080",
+		ProbeAddr:   ":8081",
+		BindFlags:   opts.BindFlags,
+		Setup:       opts.Setup,
+	}.NewCommand())
 }

@@ -1,11 +1,17 @@
 // Command cluster-agent runs beside an Argo CD instance: it turns Operations into Argo CD
 // Applications, AppProjects and cluster and repository Secrets, and writes Argo CD's health
 // and sync status back to the database.
+//
+//	cluster-agent [flags]     run the controllers
+//	cluster-agent version     print the version, Git commit and Go version
 package main
 
 import (
-	"fmt"
-	"os"
+	"context"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/cluster-agent/app"
@@ -13,17 +19,19 @@ import (
 
 func main() {
 	opts := &app.Options{}
-	err := manageropts.Command{
+	manageropts.Main(newCommand(opts, opts.Setup))
+}
+
+// newCommand is the cluster-agent's command line: flags bound to opts, setup adding the
+// controllers.
+func newCommand(opts *app.Options, setup func(context.Context, ctrl.Manager, logr.Logger) error) *cobra.Command {
+	return manageropts.Command{
 		Name:           "cluster-agent",
 		Summary:        "Applies Operations to the Argo CD instance in its namespace and reports Argo CD's status.",
 		MetricsAddr:    ":8082",
 		ProbeAddr:      ":8083",
 		BindFlags:      opts.BindFlags,
 		ManagerOptions: opts.ManagerOptions,
-		Setup:          opts.Setup,
-	}.Run(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cluster-agent:", err)
-		os.Exit(1)
-	}
+		Setup:          setup,
+	}.NewCommand()
 }

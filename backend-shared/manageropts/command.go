@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -23,6 +25,9 @@ type Command struct {
 	ProbeAddr   string
 	// BindFlags registers the binary's own flags.
 	BindFlags func(fs *flag.FlagSet)
+	// DeprecatedFlags maps flags that still work but are hidden from the help to what
+	// to use instead; using one prints a warning.
+	DeprecatedFlags map[string]string
 	// ManagerOptions, if set, adjusts the manager's options once the flags are parsed
 	// (e.g. to limit the cache to a namespace named by a flag).
 	ManagerOptions func(o *ctrl.Options)
@@ -30,29 +35,53 @@ type Command struct {
 	Setup func(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error
 }
 
-// Run parses args and runs the manager until SIGTERM/SIGINT, then shuts down gracefully.
-// `version` as the only argument prints the build instead.
-func (c Command) Run(args []string) error {
-	if len(args) == 1 && args[0] == "version" {
-		_, err := fmt.Print(buildinfo.Get())
-		return err
-	}
+// NewCommand returns the binary's root command. With flags only it runs the controllers
+// until the command's context is done; it has the verbs version, completion and help, and
+// the binary adds its own. An unknown verb or a stray argument is an error.
+func (c Command) NewCommand() *cobra.Command {
 	opts := New(c.Name, c.MetricsAddr, c.ProbeAddr)
-	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
-	fs.Usage = func() {
-		_, _ = fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n       %s version\n\n%s\n\nFlags:\n", c.Name, c.Name, c.Summary)
-		fs.PrintDefaults()
+	root := &cobra.Command{
+		Use:  c.Name,
+		Long: c.Summary,
+		Args: NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.run(cmd.Context(), opts)
+		},
+		// A failing controller is not a usage error: print the error alone.
+		SilenceUsage: true,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	opts.BindFlags(fs)
 	if c.BindFlags != nil {
 		c.BindFlags(fs)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	root.Flags().AddGoFlagSet(fs)
+	for name, instead := range c.DeprecatedFlags {
+		if err := root.Flags().MarkDeprecated(name, instead); err != nil {
+			panic(err) // a flag the binary does not have: a programming error
 		}
-		return err
 	}
+	root.AddCommand(NewVersionCommand())
+	return root
+}
+
+// NewVersionCommand returns the version verb: it prints the build and needs no cluster.
+func NewVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, Git commit, Go version and platform",
+		Args:  NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprint(cmd.OutOrStdout(), buildinfo.Get())
+			return err
+		},
+	}
+}
+
+// run builds the manager, lets the binary set it up and runs it until ctx is done, then
+// shuts down gracefully.
+func (c Command) run(ctx context.Context, opts *Options) error {
 	log := opts.Logger().WithName(c.Name)
 
 	cfg, err := ctrl.GetConfig()
@@ -73,11 +102,10 @@ func (c Command) Run(args []string) error {
 	if err := AddProbes(mgr); err != nil {
 		return err
 	}
-	if err := metrics.Registry.Register(buildinfo.NewCollector(c.Name)); err != nil {
-		return fmt.Errorf("registering the build info metric: %w", err)
+	if err := registerBuildInfo(c.Name); err != nil {
+		return err
 	}
 	log.Info("build", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit)
-	ctx := ctrl.SetupSignalHandler()
 	if c.Setup != nil {
 		if err := c.Setup(ctx, mgr, log); err != nil {
 			return err
@@ -88,5 +116,16 @@ func (c Command) Run(args []string) error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	log.Info("stopped")
+	return nil
+}
+
+// registerBuildInfo registers the build info metric once per process (tests run the root
+// command more than once).
+func registerBuildInfo(name string) error {
+	err := metrics.Registry.Register(buildinfo.NewCollector(name))
+	var already prometheus.AlreadyRegisteredError
+	if err != nil && !errors.As(err, &already) {
+		return fmt.Errorf("registering the build info metric: %w", err)
+	}
 	return nil
 }
