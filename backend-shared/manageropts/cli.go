@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -26,6 +27,9 @@ func (e *usageError) Is(target error) bool { return target == ErrUsage }
 func UsageErrorf(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
+
+// flagUsageError makes a malformed or unknown flag a usage error.
+func flagUsageError(_ *cobra.Command, err error) error { return &usageError{err} }
 
 // NoArgs refuses every positional argument. On a command with verbs the argument is an
 // unknown verb, named with the closest verbs; elsewhere it is a stray argument.
@@ -68,6 +72,7 @@ func NewGroup(use, short string, verbs ...*cobra.Command) *cobra.Command {
 		Args:  NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	group.SetFlagErrorFunc(flagUsageError) // also when the group is a tree of its own
 	group.AddCommand(verbs...)
 	return group
 }
@@ -84,11 +89,21 @@ func Main(root *cobra.Command) {
 // "Error: ..."), with a pointer to the help after a usage error.
 func Execute(ctx context.Context, root *cobra.Command, args []string) error {
 	root.SetArgs(doubleDashed(root, args))
+	warnOn(root, root.ErrOrStderr())
 	cmd, err := root.ExecuteContextC(ctx)
 	if errors.Is(err, ErrUsage) {
 		root.PrintErrf("Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return err
+}
+
+// warnOn makes the flags of cmd and its verbs print their warnings (a deprecated flag)
+// to w: cobra prints them to the standard output when one is set.
+func warnOn(cmd *cobra.Command, w io.Writer) {
+	cmd.Flags().SetOutput(w)
+	for _, sub := range cmd.Commands() {
+		warnOn(sub, w)
+	}
 }
 
 // doubleDashed returns args with -name and -name=value turned into --name... where name

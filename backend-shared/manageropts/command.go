@@ -50,7 +50,7 @@ func (c Command) NewCommand() *cobra.Command {
 		// A failing controller is not a usage error: print the error alone.
 		SilenceUsage: true,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(flagUsageError)
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	opts.BindFlags(fs)
 	if c.BindFlags != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts/clitest"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	backend "github.com/gitops-service/gitops-service/backend/app"
 )
@@ -73,9 +74,10 @@ func TestATenantMovesToAnEngineInstanceOnASecondCluster(t *testing.T) {
 	// The operator stores how the backend reaches the engine cluster ...
 	backendKubeconfig, _, err := east.ServiceAccountKubeconfig(s.ctx, east.NewNamespace(t, "sa-"), "gitops-backend")
 	s.g.Expect(err).NotTo(HaveOccurred())
-	s.g.Expect(backend.RunSubcommand("engine-instances", []string{"set-cluster-credentials", "--cluster=east",
-		"--kubeconfig=" + writeTemp(t, "east.kubeconfig", backendKubeconfig), "--credentials-keys-file=" + s.keys,
-		"--database-url=" + s.database.URL, "--database-allow-insecure"})).To(Succeed())
+	res := clitest.Run(t, backend.NewCommand(), "engine-instances", "set-cluster-credentials", "--cluster=east",
+		"--kubeconfig="+writeTemp(t, "east.kubeconfig", backendKubeconfig), "--credentials-keys-file="+s.keys,
+		"--database-url="+s.database.URL, "--database-allow-insecure")
+	s.g.Expect(res.Err).NotTo(HaveOccurred(), res.Stderr)
 	// ... and starts the cluster-agent there, with a kubeconfig of the service's cluster.
 	east.RunManager(t, []string{eastEngine}, agentOpts.Setup)
 

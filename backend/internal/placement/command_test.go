@@ -1,12 +1,10 @@
 package placement_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -14,10 +12,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/uptrace/bun"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts/clitest"
 	"github.com/gitops-service/gitops-service/backend/internal/placement"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 )
@@ -44,10 +45,8 @@ func newFixture(t *testing.T) *fixture {
 // run runs `backend engine-instances args...` against the fixture's database and returns
 // its output.
 func (f *fixture) run(args ...string) (string, error) {
-	out := &bytes.Buffer{}
 	cmd := &placement.Command{
 		Store: f.store,
-		Out:   out,
 		Open: func(context.Context) (bun.IDB, func(), error) {
 			return f.db, func() {}, nil
 		},
@@ -55,10 +54,8 @@ func (f *fixture) run(args ...string) (string, error) {
 			return "", fmt.Errorf("no cluster in this test (namespace %s)", namespace)
 		},
 	}
-	fs := flag.NewFlagSet("backend engine-instances", flag.ContinueOnError)
-	fs.SetOutput(&bytes.Buffer{})
-	err := cmd.Run(f.ctx, fs, args)
-	return out.String(), err
+	res := clitest.Run(f.t, cmd.NewCommand(), args...)
+	return res.Stdout, res.Err
 }
 
 func (f *fixture) mustRun(args ...string) string {
@@ -129,6 +126,18 @@ func TestEngineInstancesCommand(t *testing.T) {
 	g.Expect(list).To(MatchRegexp(`(?m)^ID\s+CLUSTER\s+NAMESPACE\s+WEIGHT\s+STATE\s+TENANTS\s+ACCESS$`))
 	g.Expect(list).To(MatchRegexp(`(?m)^%s\s+default\s+argocd-a\s+100\s+Active\s+%d\s+in-cluster$`, a, placed[a]))
 	g.Expect(list).To(MatchRegexp(`(?m)^%s\s+east\s+argocd-b\s+100\s+Active\s+%d\s+stored-credentials$`, b, placed[b]))
+	// The same rows for scripts.
+	for _, format := range []string{"json", "yaml"} {
+		var rows []map[string]any
+		g.Expect(yaml.Unmarshal([]byte(f.mustRun("list", "-o", format)), &rows)).To(Succeed(), format)
+		g.Expect(rows).To(ConsistOf(
+			map[string]any{"id": a, "cluster": "default", "namespace": "argocd-a", "weight": 100.0,
+				"state": "Active", "tenants": float64(placed[a]), "access": "in-cluster"},
+			map[string]any{"id": b, "cluster": "east", "namespace": "argocd-b", "weight": 100.0,
+				"state": "Active", "tenants": float64(placed[b]), "access": "stored-credentials"}), format)
+	}
+	_, err = f.run("list", "-o", "xml")
+	g.Expect(err).To(MatchError(ContainSubstring(`invalid argument "xml" for "-o, --output" flag: want one of table, json, yaml`)))
 
 	// A drained instance gets no new tenants and keeps its own.
 	g.Expect(f.mustRun("drain", a)).To(ContainSubstring("Draining"))
@@ -173,8 +182,8 @@ func TestEngineInstancesCommandUsage(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	for _, args := range [][]string{
-		nil,
 		{"frobnicate"},
+		{"list", "extra"},
 		{"drain"},
 		{"drain", "a", "b"},
 		{"set-weight", "x"},
@@ -193,28 +202,30 @@ func TestEngineInstancesCommandUsage(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			_, err := f.run(args...)
-			NewWithT(t).Expect(err).To(MatchError(placement.ErrUsage))
+			NewWithT(t).Expect(err).To(MatchError(manageropts.ErrUsage))
 		})
 	}
+	// Without a verb, it prints its help, which lists the verbs.
+	out, err := f.run()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(out).To(ContainSubstring("Available Commands:"))
 	// Without --namespace-uid, register reads the namespace from the cluster.
-	_, err := f.run("register", "--namespace", "argocd-x")
+	_, err = f.run("register", "--namespace", "argocd-x")
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("no cluster in this test (namespace argocd-x)")))
 }
 
 // simulate runs `backend engine-instances simulate args...` with no database.
 func simulate(t *testing.T, args ...string) string {
 	t.Helper()
-	out := &bytes.Buffer{}
-	cmd := &placement.Command{Out: out, Open: func(context.Context) (bun.IDB, func(), error) {
+	cmd := &placement.Command{Open: func(context.Context) (bun.IDB, func(), error) {
 		t.Fatal("simulate opened the database")
 		return nil, nil, nil
 	}}
-	fs := flag.NewFlagSet("backend engine-instances", flag.ContinueOnError)
-	fs.SetOutput(&bytes.Buffer{})
-	if err := cmd.Run(context.Background(), fs, append([]string{"simulate"}, args...)); err != nil {
-		t.Fatal(err)
+	res := clitest.Run(t, cmd.NewCommand(), append([]string{"simulate"}, args...)...)
+	if res.Err != nil {
+		t.Fatal(res.Err)
 	}
-	return out.String()
+	return res.Stdout
 }
 
 func TestEngineInstancesSimulate(t *testing.T) {
@@ -222,7 +233,7 @@ func TestEngineInstancesSimulate(t *testing.T) {
 	g := NewWithT(t)
 
 	// The benchmark tool's call: exactly one JSON object with these fields.
-	out := simulate(t, "--json", "--instances", "10", "--tenants", "10000")
+	out := simulate(t, "-o", "json", "--instances", "10", "--tenants", "10000")
 	var fields map[string]any
 	dec := json.NewDecoder(strings.NewReader(out))
 	g.Expect(dec.Decode(&fields)).To(Succeed())
@@ -250,6 +261,12 @@ func TestEngineInstancesSimulate(t *testing.T) {
 	g.Expect(res.RemovedInstanceIdealShare).To(BeNumerically("~", 0.1, 1e-9))
 	g.Expect(res.RemovedInstanceMovedShare).To(And(BeNumerically(">", 0), BeNumerically("<=", 0.1+0.02)))
 	g.Expect(res.Seconds).To(BeNumerically(">", 0))
+
+	// --json, as before -o.
+	g.Expect(json.Unmarshal([]byte(simulate(t, "--json", "--instances", "4", "--tenants", "100")), &res)).To(Succeed())
+	g.Expect(res.Instances).To(Equal(4))
+	g.Expect(yaml.Unmarshal([]byte(simulate(t, "-o", "yaml", "--instances", "5", "--tenants", "100")), &res)).To(Succeed())
+	g.Expect(res.Instances).To(Equal(5))
 
 	out = simulate(t, "--instances", "4", "--tenants", "1000", "--epsilon", "0.1")
 	g.Expect(out).To(MatchRegexp(`(?m)^instances, tenants, epsilon\s+4, 1000, 0\.1$`))

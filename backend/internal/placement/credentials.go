@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/uptrace/bun"
 	"k8s.io/client-go/discovery"
@@ -12,14 +13,15 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend/internal/clusterconfig"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 )
 
 // setClusterCredentials is the set-cluster-credentials verb.
-func (c *Command) setClusterCredentials(ctx context.Context, cluster, path, kubeContext string) error {
+func (c *Command) setClusterCredentials(ctx context.Context, out io.Writer, cluster, path, kubeContext string) error {
 	if cluster == "" || path == "" {
-		return usageErrorf("set-cluster-credentials needs --cluster and --kubeconfig")
+		return manageropts.UsageErrorf("set-cluster-credentials needs --cluster and --kubeconfig")
 	}
 	if c.CredentialStore == nil {
 		return errors.New("set-cluster-credentials needs a store that encrypts credentials")
@@ -48,7 +50,7 @@ func (c *Command) setClusterCredentials(ctx context.Context, cluster, path, kube
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(c.Out, "engine cluster %s (%s): the backend reaches it at %s\n", ec.Name, ec.ID, creds.Host)
+	_, err = fmt.Fprintf(out, "engine cluster %s (%s): the backend reaches it at %s\n", ec.Name, ec.ID, creds.Host)
 	return err
 }
 

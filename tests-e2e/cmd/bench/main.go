@@ -74,7 +74,7 @@ func main() {
 	flag.DurationVar(&cfg.SweepInterval, "sweep-interval", 0, "P3: --sweep-interval of the backend and the cluster-agent, so that the idle window holds sweep runs (0: the binaries' default, 10m).")
 	flag.DurationVar(&cfg.PhaseTimeout, "timeout", 30*time.Minute, "Give up a P1 phase (floor or pipeline) after this long.")
 	flag.StringVar(&phases, "phases", strings.Join(allPhases, ","), "Phases to run: any of p1,p2,p3,p4,p6 (p2 and p3 need the deployments of p1).")
-	flag.StringVar(&cfg.PlacementArgs, "placement-args", "--instances 10 --tenants 10000", "P6: arguments of `backend engine-instances simulate --json`.")
+	flag.StringVar(&cfg.PlacementArgs, "placement-args", "--instances 10 --tenants 10000", "P6: arguments of `backend engine-instances simulate -o json`.")
 	flag.StringVar(&cfg.Out, "out", ".local/bench", "Directory for the stack, the results and the charts.")
 	flag.StringVar(&cfg.Name, "name", "bench", "Base name of the result files (<out>/<name>.json, .md, -latency.png, -scaling.png).")
 	flag.BoolVar(&reportOnly, "report-only", false, "Run nothing: rewrite <out>/<name>.md and the charts from <out>/<name>.json.")
@@ -161,7 +161,7 @@ func run(cfg config) error {
 		}
 	}
 	if cfg.Phases["p6"] {
-		progress("P6: backend engine-instances simulate --json %s", cfg.PlacementArgs)
+		progress("P6: backend engine-instances simulate -o json %s", cfg.PlacementArgs)
 		res.Placement = simulatePlacement(ctx, stackDir, cfg.PlacementArgs)
 	}
 	return report(cfg, res)

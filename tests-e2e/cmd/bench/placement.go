@@ -14,7 +14,7 @@ import (
 	"github.com/gitops-service/gitops-service/tests-e2e/stack"
 )
 
-// Placement is what `backend engine-instances simulate --json` prints (P6), or the error
+// Placement is what `backend engine-instances simulate -o json` prints (P6), or the error
 // that kept it from running.
 type Placement struct {
 	Args                      string  `json:"args"`
@@ -52,7 +52,7 @@ func simulatePlacement(ctx context.Context, stackDir, args string) *Placement {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bins, "backend"),
-		append([]string{"engine-instances", "simulate", "--json"}, strings.Fields(args)...)...)
+		append([]string{"engine-instances", "simulate", "-o", "json"}, strings.Fields(args)...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

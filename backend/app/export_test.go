@@ -1,0 +1,4 @@
+package app
+
+// NewCommandWithSetup is NewCommand with setup in place of the controllers'.
+var NewCommandWithSetup = newCommand
