@@ -103,6 +103,33 @@ func (s *Store) ListOperationsForResource(ctx context.Context, idb bun.IDB, reso
 	return ops, translate(err)
 }
 
+// OperationFilter selects operations for ListOperations; its zero value selects them all.
+type OperationFilter struct {
+	// State and EngineInstanceID, when set, must match.
+	State            OperationState
+	EngineInstanceID string
+	// Limit caps the number of operations returned; 0 returns them all.
+	Limit int
+}
+
+// ListOperations returns the operations f selects, newest first: what operators look at to
+// see how the engine instances are doing. A malformed EngineInstanceID is ErrInvalid.
+func (s *Store) ListOperations(ctx context.Context, idb bun.IDB, f OperationFilter) ([]Operation, error) {
+	var ops []Operation
+	q := idb.NewSelect().Model(&ops).Order("op.created_at DESC", "op.id DESC")
+	if f.State != "" {
+		q = q.Where("op.state = ?", f.State)
+	}
+	if f.EngineInstanceID != "" {
+		q = q.Where("op.engine_instance_id = ?", f.EngineInstanceID)
+	}
+	if f.Limit > 0 {
+		q = q.Limit(int64(f.Limit))
+	}
+	err := q.Scan(ctx)
+	return ops, translate(err)
+}
+
 // UpdateOperationState records an engine instance's progress on one of its operations
 // and returns the row. Finishing it (Completed, Failed) starts its garbage-collection
 // clock. Publish notify.OperationChanged in the same transaction to wake the backend.
