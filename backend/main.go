@@ -6,6 +6,7 @@
 //	backend migrate [flags]       apply (or with --down N, revert) database migrations
 //	backend rotate-keys [flags]   re-encrypt credentials with the primary key
 //	backend engine-instances ...  list, register, weigh, drain, deregister and simulate engine instances
+//	backend operations list       list operations, newest first
 //	backend version               print the version, Git commit and Go version
 //	backend completion SHELL      print the shell completion script (bash, zsh, fish)
 package main

@@ -14,11 +14,12 @@ import (
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend/internal/operations"
 	"github.com/gitops-service/gitops-service/backend/internal/placement"
 )
 
 // NewCommand returns the backend's command line: with flags only it runs the controllers;
-// its verbs are migrate, rotate-keys, engine-instances and version.
+// its verbs are migrate, rotate-keys, engine-instances, operations and version.
 func NewCommand() *cobra.Command {
 	return newCommand((*Options).Setup)
 }
@@ -36,7 +37,7 @@ func newCommand(setup func(*Options, context.Context, ctrl.Manager, logr.Logger)
 			return setup(opts, ctx, mgr, log)
 		},
 	}.NewCommand()
-	root.AddCommand(migrateCommand(), rotateKeysCommand(), engineInstancesCommand())
+	root.AddCommand(migrateCommand(), rotateKeysCommand(), engineInstancesCommand(), operationsCommand())
 	return root
 }
 
@@ -137,6 +138,13 @@ func engineInstancesCommand() *cobra.Command {
 	// Persistent: the database flags go before or after the verb.
 	cmd.PersistentFlags().AddGoFlagSet(databaseFlags(&opts.Database))
 	keysFileFlag(cmd, opts, "Keyring file that encrypts engine cluster credentials (set-cluster-credentials only).")
+	return cmd
+}
+
+func operationsCommand() *cobra.Command {
+	var cfg db.Config
+	cmd := (&operations.Command{Store: db.NewStore(nil), Open: openDatabase(&cfg)}).NewCommand()
+	cmd.PersistentFlags().AddGoFlagSet(databaseFlags(&cfg))
 	return cmd
 }
 

@@ -59,6 +59,7 @@ func TestCommandLine(t *testing.T) {
 		{name: "a group without a verb prints its help", args: []string{"engine-instances"}, stdout: "Available Commands:"},
 		{name: "unknown verb", args: []string{"migrat"}, usage: `unknown command "migrat" for "backend"`},
 		{name: "unknown verb after flags", args: []string{"--leader-elect=true", "migrat"}, usage: `unknown command "migrat"`},
+		{name: "an unknown state", args: []string{"operations", "list", "--state=Done"}, usage: `--state "Done" is not one of`},
 		{name: "unknown verb of a group", args: []string{"engine-instances", "lis"}, usage: `unknown command "lis" for "backend engine-instances"`},
 		{name: "stray argument of migrate", args: []string{"migrate", "extra"}, usage: `"backend migrate" takes no arguments`},
 		{name: "stray argument of list", args: []string{"engine-instances", "list", "extra"}, usage: "takes no arguments"},
@@ -103,7 +104,7 @@ func TestFlagsOnlyRunTheControllersWithTheirOptions(t *testing.T) {
 func TestHelpOfEveryVerb(t *testing.T) {
 	verbs := clitest.Verbs(app.NewCommand())
 	NewWithT(t).Expect(verbs).To(ContainElements([]string{"migrate"}, []string{"rotate-keys"},
-		[]string{"engine-instances", "list"}, []string{"engine-instances", "simulate"}, []string{"version"},
+		[]string{"engine-instances", "list"}, []string{"engine-instances", "simulate"}, []string{"operations", "list"}, []string{"version"},
 		[]string{"completion", "zsh"}))
 	for _, verb := range append([][]string{{}}, verbs...) {
 		t.Run(strings.Join(verb, " "), func(t *testing.T) {
@@ -117,7 +118,7 @@ func TestHelpOfEveryVerb(t *testing.T) {
 	}
 }
 
-func TestMigrateAndListEngineInstancesAsJSON(t *testing.T) {
+func TestMigrateAndListAsJSON(t *testing.T) {
 	g := NewWithT(t)
 	database := databaseArgs(t)
 	res := clitest.Run(t, app.NewCommand(), append([]string{"migrate"}, database...)...)
@@ -136,4 +137,11 @@ func TestMigrateAndListEngineInstancesAsJSON(t *testing.T) {
 	g.Expect(json.Unmarshal([]byte(res.Stdout), &rows)).To(Succeed(), res.Stdout)
 	g.Expect(rows).To(ConsistOf(And(HaveKeyWithValue("id", id), HaveKeyWithValue("namespace", "argocd-a"),
 		HaveKeyWithValue("weight", 50.0), HaveKeyWithValue("state", string(db.EngineInstanceActive)))))
+
+	res = clitest.Run(t, app.NewCommand(), append([]string{"operations", "list", "-o", "json"}, database...)...)
+	g.Expect(res.Err).NotTo(HaveOccurred(), res.Stderr)
+	g.Expect(res.Stdout).To(Equal("[]\n"))
+	res = clitest.Run(t, app.NewCommand(), append([]string{"operations", "list"}, database...)...)
+	g.Expect(res.Err).NotTo(HaveOccurred(), res.Stderr)
+	g.Expect(res.Stdout).To(MatchRegexp(`^ID\s+ENGINE INSTANCE\s+RESOURCE TYPE\s+RESOURCE ID\s+STATE\s+AGE\s+MESSAGE\n$`))
 }
