@@ -91,7 +91,7 @@ func (c *Command) registerCommand() *cobra.Command {
 		Args:  manageropts.NoArgs,
 	}
 	cmd.Flags().StringVar(&namespace, "namespace", "", "Namespace of the engine (Argo CD) instance.")
-	cmd.Flags().StringVar(&cluster, "cluster", "default", "Name of the engine cluster the namespace is on (`default` is the backend's).")
+	cmd.Flags().StringVar(&cluster, "cluster", "default", "Name of the engine cluster the namespace is on; \"default\" is the backend's own.")
 	cmd.Flags().IntVar(&weight, "weight", 100, "Capacity weight (relative; 100 is a standard instance, 0 takes no new tenants).")
 	cmd.Flags().StringVar(&namespaceUID, "namespace-uid", "", "UID of the namespace; read from the cluster with --kubeconfig when empty.")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the engine cluster (default: $KUBECONFIG, in-cluster, ~/.kube/config).")
