@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -41,6 +42,37 @@ import (
 // EnvKeysFile supplies the default --credentials-keys-file.
 const EnvKeysFile = "GITOPS_KEYS_FILE"
 
+// DefaultOperationRetention is the default --operation-retention.
+const DefaultOperationRetention = 10 * time.Minute
+
+// DeprecatedFlags are flags that still work, hidden from the help, and what to use instead.
+var DeprecatedFlags = map[string]string{"operation-gc-seconds": "use --operation-retention"}
+
+// seconds is a duration flag given as a number of seconds (--operation-gc-seconds).
+type seconds struct{ d *time.Duration }
+
+func (s seconds) String() string {
+	if s.d == nil { // the flag package's zero value
+		return "0"
+	}
+	return strconv.Itoa(int(s.d.Seconds()))
+}
+
+func (s seconds) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return err
+	}
+	*s.d = time.Duration(n) * time.Second
+	return nil
+}
+
+// wholeSeconds is d in seconds, rounded up so that a retention below a second still
+// expires (0 would keep the operation).
+func wholeSeconds(d time.Duration) int {
+	return int((d + time.Second - 1) / time.Second)
+}
+
 // Options are the backend's own flags.
 type Options struct {
 	Database                db.Config
@@ -50,7 +82,9 @@ type Options struct {
 	MigrateOnStart          bool
 	EnableWebhooks          bool
 	MaxConcurrentReconciles int
-	OperationGCSeconds      int
+	// OperationRetention is how long finished Operations are kept (whole seconds,
+	// rounded up); 0 keeps them.
+	OperationRetention time.Duration
 	// RepositoryCAFile names a PEM file of extra certificate authorities trusted when
 	// validating https:// repository credentials (a Git server with a private CA).
 	RepositoryCAFile string
@@ -82,7 +116,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.MigrateOnStart, "migrate", true, "Apply database migrations at start (under an advisory lock).")
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (port 9443, serving certificate tls.crt/tls.key in /tmp/k8s-webhook-server/serving-certs).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Parallel reconciles per controller.")
-	fs.IntVar(&o.OperationGCSeconds, "operation-gc-seconds", 600, "How long finished Operations are kept before garbage collection.")
+	fs.DurationVar(&o.OperationRetention, "operation-retention", DefaultOperationRetention,
+		"How long finished Operations (rows and CRs) are kept before the cluster-agent's garbage collector deletes them (whole seconds; 0 keeps them).")
+	fs.Var(seconds{&o.OperationRetention}, "operation-gc-seconds", "--operation-retention in seconds.")
 	fs.DurationVar(&o.SweepInterval, "sweep-interval", sweep.DefaultInterval, "How often rows whose CR or namespace was deleted unseen are removed, with their Argo CD objects (jittered ±20%; 0 disables).")
 	fs.DurationVar(&o.RebalanceInterval, "rebalance-interval", rebalance.DefaultInterval,
 		"How often, besides at once when the engine instances change, tenants are moved off draining engine instances and from overloaded to underloaded ones (jittered ±20%; 0 disables rebalancing).")
@@ -115,6 +151,9 @@ func (o *Options) Keyring() (*secretbox.Keyring, error) {
 
 // Setup adds the backend's controllers and runnables to mgr.
 func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
+	if o.OperationRetention < 0 {
+		return fmt.Errorf("--operation-retention %s is negative", o.OperationRetention)
+	}
 	if o.MigrateOnStart {
 		if err := db.Migrate(ctx, o.Database); err != nil {
 			return fmt.Errorf("migrating the database: %w", err)
@@ -143,7 +182,7 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, database *bun.DB, store *db.Store, log logr.Logger) error {
 	placer := &tenancy.BoundedLoad{}
 	resolver := &tenancy.Resolver{Store: store, Placer: placer, Namespaces: mgr.GetClient()}
-	signaller := &signal.Signaller{DB: database, Store: store, GCExpirationSeconds: o.OperationGCSeconds,
+	signaller := &signal.Signaller{DB: database, Store: store, GCExpirationSeconds: wholeSeconds(o.OperationRetention),
 		Clusters: &signal.Clusters{Local: mgr.GetClient(), Own: o.EngineCluster, Base: mgr.GetConfig(), Scheme: mgr.GetScheme(), DB: database, Store: store}}
 	rebalancer := &rebalance.Rebalancer{
 		Mover: &rebalance.Mover{DB: database, Store: store, Signal: signaller}, Planner: placer,

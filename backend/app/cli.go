@@ -28,11 +28,12 @@ func NewCommand() *cobra.Command {
 func newCommand(setup func(*Options, context.Context, ctrl.Manager, logr.Logger) error) *cobra.Command {
 	opts := &Options{}
 	root := manageropts.Command{
-		Name:        "backend",
-		Summary:     "Reconciles GitOpsDeployments, SyncRuns, ManagedEnvironments and RepositoryCredentials into the database.",
-		MetricsAddr: ":8080",
-		ProbeAddr:   ":8081",
-		BindFlags:   opts.BindFlags,
+		Name:            "backend",
+		Summary:         "Reconciles GitOpsDeployments, SyncRuns, ManagedEnvironments and RepositoryCredentials into the database.",
+		MetricsAddr:     ":8080",
+		ProbeAddr:       ":8081",
+		BindFlags:       opts.BindFlags,
+		DeprecatedFlags: DeprecatedFlags,
 		Setup: func(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
 			return setup(opts, ctx, mgr, log)
 		},

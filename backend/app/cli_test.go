@@ -88,17 +88,49 @@ func TestCommandLine(t *testing.T) {
 }
 
 func TestFlagsOnlyRunTheControllersWithTheirOptions(t *testing.T) {
-	g := NewWithT(t)
 	t.Setenv("KUBECONFIG", cp.KubeconfigPath)
-	r := &setupRecorder{}
-	res := clitest.Run(t, r.command(), "--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--engine-namespace=argocd-x", "--sweep-interval=90s", "--database-url=postgres://db.example.com/gitops")
-	g.Expect(res.Err).To(MatchError("setup called"))
-	g.Expect(r.calls).To(Equal(1))
-	g.Expect(r.opts.EngineNamespace).To(Equal("argocd-x"))
-	g.Expect(r.opts.SweepInterval).To(Equal(90 * time.Second))
-	g.Expect(r.opts.Database.URL).To(Equal("postgres://db.example.com/gitops"))
-	g.Expect(r.opts.MigrateOnStart).To(BeTrue())
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stderr string
+		want   func(g Gomega, o app.Options)
+	}{
+		{name: "defaults", want: func(g Gomega, o app.Options) {
+			g.Expect(o.OperationRetention).To(Equal(app.DefaultOperationRetention))
+			g.Expect(o.MigrateOnStart).To(BeTrue())
+			g.Expect(o.EngineNamespace).To(Equal("gitops-service-argocd"))
+		}},
+		{name: "flags", args: []string{"--engine-namespace=argocd-x", "--sweep-interval=90s", "--operation-retention=2m",
+			"--migrate=false", "--database-url=postgres://db.example.com/gitops"}, want: func(g Gomega, o app.Options) {
+			g.Expect(o.EngineNamespace).To(Equal("argocd-x"))
+			g.Expect(o.SweepInterval).To(Equal(90 * time.Second))
+			g.Expect(o.OperationRetention).To(Equal(2 * time.Minute))
+			g.Expect(o.MigrateOnStart).To(BeFalse())
+			g.Expect(o.Database.URL).To(Equal("postgres://db.example.com/gitops"))
+		}},
+		{name: "the retention in seconds, as before", args: []string{"--operation-gc-seconds=90"},
+			stderr: "Flag --operation-gc-seconds has been deprecated, use --operation-retention",
+			want:   func(g Gomega, o app.Options) { g.Expect(o.OperationRetention).To(Equal(90 * time.Second)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := &setupRecorder{}
+			args := append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, tc.args...)
+			res := clitest.Run(t, r.command(), args...)
+			g.Expect(res.Err).To(MatchError("setup called"))
+			g.Expect(res.Stderr).To(ContainSubstring(tc.stderr))
+			g.Expect(r.calls).To(Equal(1))
+			tc.want(g, r.opts)
+		})
+	}
+}
+
+func TestDeprecatedFlagsAreHidden(t *testing.T) {
+	g := NewWithT(t)
+	res := clitest.Run(t, app.NewCommand(), "--help")
+	g.Expect(res.Err).NotTo(HaveOccurred())
+	g.Expect(res.Stdout).To(ContainSubstring("--operation-retention duration"))
+	g.Expect(res.Stdout).NotTo(ContainSubstring("operation-gc-seconds"))
 }
 
 func TestHelpOfEveryVerb(t *testing.T) {
@@ -144,4 +176,17 @@ func TestMigrateAndListAsJSON(t *testing.T) {
 	res = clitest.Run(t, app.NewCommand(), append([]string{"operations", "list"}, database...)...)
 	g.Expect(res.Err).NotTo(HaveOccurred(), res.Stderr)
 	g.Expect(res.Stdout).To(MatchRegexp(`^ID\s+ENGINE INSTANCE\s+RESOURCE TYPE\s+RESOURCE ID\s+STATE\s+AGE\s+MESSAGE\n$`))
+}
+
+func TestOperationRetention(t *testing.T) {
+	for _, tc := range []struct {
+		retention time.Duration
+		seconds   int
+	}{
+		{0, 0}, {time.Millisecond, 1}, {time.Second, 1}, {1500 * time.Millisecond, 2}, {10 * time.Minute, 600},
+	} {
+		NewWithT(t).Expect(app.WholeSeconds(tc.retention)).To(Equal(tc.seconds), "%s", tc.retention)
+	}
+	err := (&app.Options{OperationRetention: -time.Second}).Setup(context.Background(), nil, logr.Discard())
+	NewWithT(t).Expect(err).To(MatchError("--operation-retention -1s is negative"))
 }

@@ -132,6 +132,7 @@ func TestDeploymentBecomesApplicationRowAndOperation(t *testing.T) {
 	h.g.Expect(ops).To(HaveLen(1))
 	h.g.Expect(ops[0].State).To(Equal(db.OperationWaiting))
 	h.g.Expect(ops[0].OwnerTenantID).To(Equal(tenant.ID))
+	h.g.Expect(ops[0].GCExpirationSeconds).To(Equal(60), "the harness's --operation-retention")
 	cr := &v1.Operation{}
 	h.g.Eventually(func() error {
 		return cp.Client.Get(h.ctx, keyOf(h.engine, "operation-"+ops[0].ID), cr)

@@ -63,7 +63,7 @@ func startBackend(t *testing.T, mutate ...func(*app.Options)) *harness {
 		EngineNamespace:         h.engine,
 		EngineCluster:           "default",
 		MaxConcurrentReconciles: 2,
-		OperationGCSeconds:      60,
+		OperationRetention:      time.Minute,
 		KeysFile:                keyring.file,
 	}
 	for _, m := range mutate {

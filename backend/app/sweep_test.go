@@ -35,7 +35,7 @@ func TestSweepRemovesWhatWasDeletedWhileTheBackendWasDown(t *testing.T) {
 	options := func(sweep time.Duration) *app.Options {
 		return &app.Options{
 			Database: cfg, EngineNamespace: h.engine, EngineCluster: "default", MaxConcurrentReconciles: 2,
-			OperationGCSeconds: 60, KeysFile: keyring.file, SweepInterval: sweep,
+			OperationRetention: time.Minute, KeysFile: keyring.file, SweepInterval: sweep,
 		}
 	}
 	before := sweepCounter(t, "gitops_backend_sweep_removed_total", "GitOpsDeployment")

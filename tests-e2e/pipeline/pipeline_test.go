@@ -65,7 +65,7 @@ func startService(t *testing.T, mutate ...func(*backend.Options)) *service {
 		tenant: cp.NewNamespace(t, "tenant-"), engine: cp.NewNamespace(t, "argocd-"),
 		database: dbtest.NewConfig(t), keys: writeKeyring(t)}
 	backendOpts := &backend.Options{Database: s.database, EngineNamespace: s.engine, EngineCluster: "default",
-		MaxConcurrentReconciles: 2, OperationGCSeconds: 60, KeysFile: s.keys}
+		MaxConcurrentReconciles: 2, OperationRetention: time.Minute, KeysFile: s.keys}
 	for _, m := range mutate {
 		m(backendOpts)
 	}

@@ -50,7 +50,7 @@ func (c *Command) listCommand() *cobra.Command {
 		Short: "List operations, newest first",
 		Long: `List the operations the backend asked of the engine instances, newest first: what each
 is about, its state (Waiting, In_Progress, Completed, Failed) and the cluster-agent's
-message. Finished operations are deleted after a while (the backend's retention).`,
+message. Finished operations are deleted after the backend's --operation-retention.`,
 		Example: `  backend operations list --state Failed
   backend operations list --engine-instance ID --limit 10 -o json`,
 		Args: manageropts.NoArgs,

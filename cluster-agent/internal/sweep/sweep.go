@@ -58,7 +58,7 @@ const (
 	// its CR is re-created (the backend creates it right after its transaction commits).
 	DefaultOperationGrace = 2 * time.Minute
 	// DefaultGCExpirationSeconds is the retention of the operations the sweep creates (the
-	// backend's --operation-gc-seconds default).
+	// backend's --operation-retention default).
 	DefaultGCExpirationSeconds = 600
 )
 
