@@ -1,6 +1,6 @@
 // Package operations is `backend operations`: the operators' view of the Operations the
-// backend asked the engine instances to carry out, read from the database rather than
-// from the Operation CRs' status.
+// backend asked the engine instances to carry out. Their state is in the database only:
+// the Operation CRs carry none.
 package operations
 
 import (
