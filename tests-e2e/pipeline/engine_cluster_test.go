@@ -99,9 +99,14 @@ func TestATenantMovesToAnEngineInstanceOnASecondCluster(t *testing.T) {
 		return east.Client.Get(s.ctx, client.ObjectKey{Namespace: eastEngine, Name: moved.Spec.Project}, project)
 	}, eventually, poll).Should(Succeed())
 	s.g.Expect(project.Spec.Destinations).To(Equal([]argov1alpha1.ApplicationDestination{{Server: serviceServer, Namespace: s.tenant}}))
-	operations := &v1.OperationList{}
-	s.g.Expect(east.Client.List(s.ctx, operations, client.InNamespace(eastEngine))).To(Succeed())
-	s.g.Expect(operations.Items).NotTo(BeEmpty(), "the backend created the Operation CRs on the second cluster")
+	// The backend signals the second cluster's agent with an Operation CR there. The agent
+	// may have carried the operations out before it appears: one that is taking its signal
+	// (as it does when it starts) finds new Waiting operations without a CR.
+	s.g.Eventually(func(g Gomega) {
+		operations := &v1.OperationList{}
+		g.Expect(east.Client.List(s.ctx, operations, client.InNamespace(eastEngine))).To(Succeed())
+		g.Expect(operations.Items).NotTo(BeEmpty(), "the backend created the Operation CR on the second cluster")
+	}, eventually, poll).Should(Succeed())
 
 	// The service cluster Secret gives the second cluster's Argo CD working credentials.
 	secret := &corev1.Secret{}
