@@ -70,7 +70,7 @@ bench-pipeline: deps binaries ## Benchmark only the core pipeline (throughput ag
 	go run ./tests-e2e/cmd/bench -phases p1,p2,p4 -name bench-pipeline $(BENCH_FLAGS)
 
 .PHONY: bench-deploy
-bench-deploy: deps binaries ## Time deployments to Synced/Healthy against Argo CD directly, and pushes to deployed with the Git webhook against polling (real Argo CD; about 10 minutes).
+bench-deploy: deps binaries ## Time deployments to Synced/Healthy against Argo CD directly, pushes to deployed with the Git webhook against polling, and 500 deployments at once (real Argo CD; about 15 minutes).
 	go run ./tests-e2e/cmd/bench-deploy $(BENCH_FLAGS)
 
 .PHONY: deps
