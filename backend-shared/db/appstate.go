@@ -92,6 +92,25 @@ func (s *Store) UpsertApplicationState(ctx context.Context, idb bun.IDB, st *App
 	return n == 1, err
 }
 
+// LockApplicationOperationState returns the operation state last written for an
+// application (nil when no state or no operation was written) and locks its row until the
+// end of idb's transaction, so that a writer in the same transaction knows what it
+// replaces: the cluster-agent records each finished sync once.
+func (s *Store) LockApplicationOperationState(ctx context.Context, idb bun.IDB, applicationID string) (*argov1alpha1.OperationState, error) {
+	var rows []ApplicationState
+	err := idb.NewSelect().Model(&rows).Column("operation_state").
+		Where("application_id = ?", applicationID).
+		For("UPDATE").
+		Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("operation state of application %s: %w", applicationID, translate(err))
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	return rows[0].OperationState, nil
+}
+
 // GetApplicationState returns the state of one of the tenant's applications.
 func (s *Store) GetApplicationState(ctx context.Context, idb bun.IDB, tenantID, applicationID string) (*ApplicationState, error) {
 	st := new(ApplicationState)

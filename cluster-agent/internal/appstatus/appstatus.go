@@ -14,6 +14,7 @@ import (
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	"github.com/uptrace/bun"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,6 +41,7 @@ const ControllerName = "application-status"
 type Store interface {
 	GetApplicationForEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID, id string) (*db.Application, error)
 	UpsertApplicationState(ctx context.Context, idb bun.IDB, st *db.ApplicationState) (changed bool, err error)
+	LockApplicationOperationState(ctx context.Context, idb bun.IDB, applicationID string) (*argov1alpha1.OperationState, error)
 }
 
 // Reconciler records the state of the service's Argo CD Applications.
@@ -101,6 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st.EngineInstanceID = r.Identity.InstanceID
 	changed := false
 	var row *db.Application
+	var sync *finishedSync
 	err := r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		// Only this instance's applications: one that moved to another instance is
 		// reported by that instance's agent.
@@ -112,6 +115,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Argo CD has not looked at it yet: there is nothing to report (the
 			// deployment's status stays empty rather than Unknown).
 			return nil
+		}
+		// A finished operation is timed once: when the state written before did not
+		// hold it yet (the row is locked until the commit, so a second writer sees it).
+		sync = nil
+		if finished(st.OperationState) {
+			prev, err := r.Store.LockApplicationOperationState(ctx, tx, st.ApplicationID)
+			if err != nil {
+				return err
+			}
+			sync = newlyFinished(prev, st.OperationState)
 		}
 		if changed, err = r.Store.UpsertApplicationState(ctx, tx, st); err != nil || !changed {
 			return err
@@ -125,6 +138,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("recording the state of application %s: %w", st.ApplicationID, err)
+	}
+	if changed && sync != nil {
+		// Committed: observed here, before anything that may fail and retry, since the
+		// retry finds the operation already written.
+		agentmetrics.SyncDuration.WithLabelValues(sync.phase).Observe(sync.duration.Seconds())
 	}
 	stale, err := r.revertDrift(ctx, app, row)
 	if err != nil {
@@ -192,6 +210,38 @@ func State(app *argov1alpha1.Application) *db.ApplicationState {
 		st.ReconciledState = &compared
 	}
 	return st
+}
+
+// finishedSync is an Argo CD operation that ended: its phase and duration.
+type finishedSync struct {
+	phase    string
+	duration time.Duration
+}
+
+// finished reports whether op is an operation Argo CD finished, with both its times.
+func finished(op *argov1alpha1.OperationState) bool {
+	if op == nil || op.StartedAt.IsZero() || op.FinishedAt == nil || op.FinishedAt.IsZero() {
+		return false
+	}
+	switch op.Phase {
+	case synccommon.OperationSucceeded, synccommon.OperationFailed, synccommon.OperationError:
+		return true
+	}
+	return false
+}
+
+// newlyFinished returns the operation cur if it finished and prev, the operation state
+// written before, is not that same finished operation (the same startedAt and finishedAt):
+// Argo CD keeps a finished operation in the status until the next one starts, through any
+// number of other status changes. It returns nil otherwise.
+func newlyFinished(prev, cur *argov1alpha1.OperationState) *finishedSync {
+	if !finished(cur) {
+		return nil
+	}
+	if finished(prev) && prev.StartedAt.Equal(&cur.StartedAt) && prev.FinishedAt.Equal(cur.FinishedAt) {
+		return nil
+	}
+	return &finishedSync{phase: string(cur.Phase), duration: max(0, cur.FinishedAt.Sub(cur.StartedAt.Time))}
 }
 
 // sameState compares two states by their encoding (what the database would store).

@@ -2,9 +2,11 @@ package appstatus
 
 import (
 	"testing"
+	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/gitops-engine/pkg/health"
+	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -47,4 +49,27 @@ func TestState(t *testing.T) {
 
 	app.Status.Health.Status = "SomethingNew"
 	g.Expect(State(app).Health).To(Equal(db.HealthUnknown), "values the table does not accept are Unknown")
+}
+
+func TestNewlyFinished(t *testing.T) {
+	g := NewWithT(t)
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(90 * time.Second))
+	t2 := metav1.NewTime(t0.Add(10 * time.Minute))
+	t3 := metav1.NewTime(t2.Add(2 * time.Second))
+	op := func(phase synccommon.OperationPhase, started metav1.Time, finishedAt *metav1.Time) *argov1alpha1.OperationState {
+		return &argov1alpha1.OperationState{Phase: phase, StartedAt: started, FinishedAt: finishedAt}
+	}
+	running := op(synccommon.OperationRunning, t0, nil)
+	done := op(synccommon.OperationSucceeded, t0, &t1)
+
+	g.Expect(newlyFinished(nil, running)).To(BeNil(), "not finished")
+	g.Expect(newlyFinished(nil, nil)).To(BeNil())
+	g.Expect(newlyFinished(running, done)).To(Equal(&finishedSync{phase: "Succeeded", duration: 90 * time.Second}))
+	g.Expect(newlyFinished(nil, done)).To(Equal(&finishedSync{phase: "Succeeded", duration: 90 * time.Second}), "first seen finished")
+	g.Expect(newlyFinished(done, op(synccommon.OperationSucceeded, t0, &t1))).To(BeNil(), "the same operation, written before")
+	g.Expect(newlyFinished(done, op(synccommon.OperationFailed, t2, &t3))).To(Equal(&finishedSync{phase: "Failed", duration: 2 * time.Second}), "the next operation")
+	g.Expect(newlyFinished(done, op(synccommon.OperationError, t2, &t3))).To(Equal(&finishedSync{phase: "Error", duration: 2 * time.Second}))
+	g.Expect(newlyFinished(nil, op(synccommon.OperationSucceeded, metav1.Time{}, &t1))).To(BeNil(), "no startedAt")
+	g.Expect(newlyFinished(nil, op(synccommon.OperationTerminating, t0, &t1))).To(BeNil())
 }

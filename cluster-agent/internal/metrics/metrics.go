@@ -59,10 +59,29 @@ var (
 		Name: "gitops_cluster_agent_application_drift_reverted_total",
 		Help: "Argo CD Applications whose spec was changed outside the service and reverted to the database's.",
 	})
+
+	// SyncDuration is how long Argo CD's syncs of the service's Applications take: the
+	// finishedAt - startedAt of each operation Argo CD reports finished, observed once per
+	// operation by the Application status controller (the one that records it).
+	SyncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "gitops_cluster_agent_sync_duration_seconds",
+		Help:    "Duration of the Argo CD sync operations of the service's Applications (finishedAt - startedAt), by the phase they ended in (Succeeded, Failed, Error).",
+		Buckets: syncBuckets,
+	}, []string{"phase"})
 )
 
+// SyncPhases are the phases a finished Argo CD operation ends in: SyncDuration's labels.
+var SyncPhases = []string{"Succeeded", "Failed", "Error"}
+
+// syncBuckets cover half a second (a ConfigMap) to half an hour (hooks, large
+// applications, waves waiting for health). Argo CD's times have a resolution of a second.
+var syncBuckets = []float64{0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800}
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(StatusWrite, OperationsProcessed, OperationDuration, DriftReverted)
+	ctrlmetrics.Registry.MustRegister(StatusWrite, OperationsProcessed, OperationDuration, DriftReverted, SyncDuration)
+	for _, phase := range SyncPhases {
+		SyncDuration.WithLabelValues(phase)
+	}
 }
 
 // InitResourceTypes creates the series of each resource type (with zero values), so that
