@@ -1,6 +1,6 @@
 // Package metrics exports the backend's gauges: how many GitOpsDeployments the service
-// manages, how many Operations are in each state and how many tenants each engine instance
-// holds. They are read from the database when Prometheus scrapes, with no per-object
+// manages and how many are in each sync and health status, how many Operations are in each
+// state and how many tenants each engine instance holds. They are read from the database when Prometheus scrapes, with no per-object
 // labels, so their cost does not grow with scrapes between changes nor their cardinality
 // with tenants. It also holds the status propagation histogram, observed by the
 // GitOpsDeployment controller.
@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/gitops-service/gitops-service/backend-shared/db"
 )
 
 var (
@@ -23,6 +25,9 @@ var (
 		"Operations by state (Waiting, In_Progress, Completed, Failed).", []string{"state"}, nil)
 	oldestWaitingDesc = prometheus.NewDesc("gitops_backend_oldest_unfinished_operation_age_seconds",
 		"Age of the oldest operation not yet Completed or Failed (0 when none).", nil, nil)
+	deploymentsByStatusDesc = prometheus.NewDesc("gitops_deployments",
+		"GitOpsDeployments by the sync and health status Argo CD last reported (Unknown until it reports).",
+		[]string{"sync_status", "health_status"}, nil)
 	tenantsDesc = prometheus.NewDesc("gitops_backend_tenants",
 		"Tenants placed on each engine instance (<engine cluster>/<namespace>; \""+Unplaced+"\" for tenants not placed).",
 		[]string{"engine_instance"}, nil)
@@ -64,6 +69,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- operationsDesc
 	ch <- oldestWaitingDesc
 	ch <- tenantsDesc
+	ch <- deploymentsByStatusDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -100,6 +106,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(oldestWaitingDesc, prometheus.GaugeValue, age)
 
+	if !c.collectDeploymentsByStatus(ctx, ch) {
+		return
+	}
+
 	// Engine instances are few; tenants are counted through their engine_instance_id index.
 	var placements []struct {
 		EngineInstance string `bun:"engine_instance"`
@@ -118,4 +128,45 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range placements {
 		ch <- prometheus.MustNewConstMetric(tenantsDesc, prometheus.GaugeValue, float64(p.Count), p.EngineInstance)
 	}
+}
+
+// syncStatuses and healthStatuses are the values application_states accepts: every
+// combination is exported, 0 when none, so that a series does not vanish when its last
+// deployment changes.
+var (
+	syncStatuses   = []string{db.SyncStatusSynced, db.SyncStatusOutOfSync, db.SyncStatusUnknown}
+	healthStatuses = []string{db.HealthHealthy, db.HealthProgressing, db.HealthDegraded, db.HealthSuspended, db.HealthMissing, db.HealthUnknown}
+)
+
+// collectDeploymentsByStatus counts the applications (GitOpsDeployments) by the state the
+// cluster-agent last wrote, in one grouped query; one without a state yet is Unknown and
+// Unknown. It reports false when the query failed.
+func (c *Collector) collectDeploymentsByStatus(ctx context.Context, ch chan<- prometheus.Metric) bool {
+	var rows []struct {
+		SyncStatus   string `bun:"sync_status"`
+		HealthStatus string `bun:"health_status"`
+		Count        int    `bun:"count"`
+	}
+	if err := c.DB.NewRaw(`SELECT coalesce(st.sync_status, ?) AS sync_status, coalesce(st.health_status, ?) AS health_status,
+		count(*) AS count
+		FROM applications AS app
+		LEFT JOIN application_states AS st ON st.application_id = app.id
+		GROUP BY 1, 2`, db.SyncStatusUnknown, db.HealthUnknown).Scan(ctx, &rows); err != nil {
+		c.Log.Error(err, "reading the deployments gauge")
+		return false
+	}
+	type key struct{ sync, health string }
+	counts := map[key]int{}
+	for _, s := range syncStatuses {
+		for _, h := range healthStatuses {
+			counts[key{s, h}] = 0
+		}
+	}
+	for _, r := range rows {
+		counts[key{r.SyncStatus, r.HealthStatus}] = r.Count
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(deploymentsByStatusDesc, prometheus.GaugeValue, float64(n), k.sync, k.health)
+	}
+	return true
 }

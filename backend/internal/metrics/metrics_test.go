@@ -83,3 +83,60 @@ gitops_backend_tenants{engine_instance="east/argocd-2"} 0
 gitops_backend_tenants{engine_instance="unplaced"} 1
 `), "gitops_backend_tenants")).To(Succeed())
 }
+
+func TestDeploymentsBySyncAndHealth(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bdb := dbtest.NewDB(t)
+	store := db.NewStore(nil)
+	tenant, err := store.GetOrCreateTenant(ctx, bdb, "ns-uid", "team-a")
+	g.Expect(err).NotTo(HaveOccurred())
+	cluster, err := store.GetOrCreateEngineCluster(ctx, bdb, "default", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	engine, err := store.GetOrCreateEngineInstance(ctx, bdb, &db.EngineInstance{EngineClusterID: cluster.ID, NamespaceName: "argocd", NamespaceUID: "argocd-uid"})
+	g.Expect(err).NotTo(HaveOccurred())
+	// Two Synced and Healthy, one OutOfSync and Degraded, one OutOfSync and Progressing,
+	// one Argo CD has not reported yet (no state row: Unknown, Unknown).
+	states := []struct{ sync, health string }{
+		{db.SyncStatusSynced, db.HealthHealthy},
+		{db.SyncStatusSynced, db.HealthHealthy},
+		{db.SyncStatusOutOfSync, db.HealthDegraded},
+		{db.SyncStatusOutOfSync, db.HealthProgressing},
+		{},
+	}
+	for i, s := range states {
+		uid := fmt.Sprintf("6f1c2b9e-0000-4000-8000-%012d", i+1)
+		_, err := store.UpsertApplication(ctx, bdb, &db.Application{ID: uid, TenantID: tenant.ID, Name: argocd.ApplicationName(types.UID(uid)),
+			EngineInstanceID: engine.ID, Spec: argocd.ApplicationSpec(argocd.ApplicationInput{RepoURL: "https://example.com/r", Path: "p"})})
+		g.Expect(err).NotTo(HaveOccurred())
+		if s.sync == "" {
+			continue
+		}
+		_, err = store.UpsertApplicationState(ctx, bdb, &db.ApplicationState{ApplicationID: uid, EngineInstanceID: engine.ID, SyncStatus: s.sync, Health: s.health})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+
+	c := &Collector{DB: bdb, Log: testr.New(t)}
+	g.Expect(testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP gitops_deployments GitOpsDeployments by the sync and health status Argo CD last reported (Unknown until it reports).
+# TYPE gitops_deployments gauge
+gitops_deployments{health_status="Degraded",sync_status="OutOfSync"} 1
+gitops_deployments{health_status="Healthy",sync_status="OutOfSync"} 0
+gitops_deployments{health_status="Missing",sync_status="OutOfSync"} 0
+gitops_deployments{health_status="Progressing",sync_status="OutOfSync"} 1
+gitops_deployments{health_status="Suspended",sync_status="OutOfSync"} 0
+gitops_deployments{health_status="Unknown",sync_status="OutOfSync"} 0
+gitops_deployments{health_status="Degraded",sync_status="Synced"} 0
+gitops_deployments{health_status="Healthy",sync_status="Synced"} 2
+gitops_deployments{health_status="Missing",sync_status="Synced"} 0
+gitops_deployments{health_status="Progressing",sync_status="Synced"} 0
+gitops_deployments{health_status="Suspended",sync_status="Synced"} 0
+gitops_deployments{health_status="Unknown",sync_status="Synced"} 0
+gitops_deployments{health_status="Degraded",sync_status="Unknown"} 0
+gitops_deployments{health_status="Healthy",sync_status="Unknown"} 0
+gitops_deployments{health_status="Missing",sync_status="Unknown"} 0
+gitops_deployments{health_status="Progressing",sync_status="Unknown"} 0
+gitops_deployments{health_status="Suspended",sync_status="Unknown"} 0
+gitops_deployments{health_status="Unknown",sync_status="Unknown"} 1
+`), "gitops_deployments")).To(Succeed())
+}
