@@ -1,5 +1,5 @@
 // Package manageropts holds the command-line options every binary of the service shares:
-// logging, metrics and probe addresses, leader election. Each binary binds them to its flag
+// logging, metrics, probe and pprof addresses, leader election. Each binary binds them to its flag
 // set and turns them into controller-runtime manager options.
 package manageropts
 
@@ -20,6 +20,7 @@ import (
 type Options struct {
 	MetricsAddr          string
 	ProbeAddr            string
+	PprofAddr            string
 	LeaderElect          bool
 	LeaderElectionNS     string
 	GracefulShutdown     time.Duration
@@ -40,6 +41,7 @@ func New(name, metricsAddr, probeAddr string) *Options {
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.defaultMetricsAddr, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.defaultProbeAddr, "Address the /healthz and /readyz probes bind to.")
+	fs.StringVar(&o.PprofAddr, "pprof-address", "", "Address net/http/pprof (/debug/pprof/) is served on, e.g. \"127.0.0.1:6060\"; empty or \"0\" disables it. Its profiles expose the process's memory: bind it to localhost or protect it.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election lease (default: the pod's namespace).")
 	fs.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for running reconciles to finish on shutdown.")
@@ -64,6 +66,7 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.leaderElectionSuffix + ".managed-gitops.redhat.com",
 		LeaderElectionNamespace: o.LeaderElectionNS,
