@@ -160,6 +160,7 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		{"backend", "gitops_backend_status_propagation_seconds", nil},
 		{"backend", "gitops_backend_tenants", map[string]string{"engine_instance": "default/" + stack.EngineNamespace}},
 		{"backend", "gitops_backend_applications", nil},
+		{"backend", "gitops_deployments", map[string]string{"sync_status": "Synced", "health_status": "Healthy"}},
 		{"backend", "gitops_db_max_open_connections", nil},
 		{"cluster-agent", "gitops_db_max_open_connections", nil},
 	}
