@@ -74,6 +74,17 @@ func (s *Store) ListWaitingOperations(ctx context.Context, idb bun.IDB, engineIn
 	return ops, translate(err)
 }
 
+// ListWaitingOperationsSince returns the Waiting operations of an engine instance created at
+// or after since, oldest first.
+func (s *Store) ListWaitingOperationsSince(ctx context.Context, idb bun.IDB, engineInstanceID string, since time.Time) ([]Operation, error) {
+	var ops []Operation
+	err := idb.NewSelect().Model(&ops).
+		Where("op.engine_instance_id = ? AND op.state = ? AND op.created_at >= ?", engineInstanceID, OperationWaiting, since).
+		Order("op.created_at", "op.id").
+		Scan(ctx)
+	return ops, translate(err)
+}
+
 // ReleaseSignal takes down the signal of an engine instance unless one of its Waiting
 // operations is not yet taken (taken reports those the caller has). It returns the ones
 // not taken; the signal stays up while there are any. Under the exclusive advisory lock no

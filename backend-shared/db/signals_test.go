@@ -146,3 +146,25 @@ loop:
 	g.Expect(err).To(MatchError(db.ErrNotFound))
 	t.Logf("%d operations, %d signals", len(taken), signals)
 }
+
+func TestListWaitingOperationsSince(t *testing.T) {
+	t.Parallel()
+	g, f := g(t), newFixture(t)
+	old, _ := f.writeSignalled(t, f.instance.ID, 0)
+	_, err := f.db.NewUpdate().Table("operations").Set("created_at = now() - interval '1 hour'").Where("id = ?", old.ID).Exec(f.ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	recent, _ := f.writeSignalled(t, f.instance.ID, 0)
+	done, _ := f.writeSignalled(t, f.instance.ID, 0)
+	_, err = f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, done.ID, db.OperationInProgress, "taken")
+	g.Expect(err).NotTo(HaveOccurred())
+	f.writeSignalled(t, f.newInstance(t).ID, 0)
+
+	ops, err := f.store.ListWaitingOperationsSince(f.ctx, f.db, f.instance.ID, time.Now().Add(-time.Minute))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ops).To(HaveLen(1), "only the recent Waiting operation of this instance")
+	g.Expect(ops[0].ID).To(Equal(recent.ID))
+	all, err := f.store.ListWaitingOperations(f.ctx, f.db, f.instance.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(all).To(HaveLen(2))
+	g.Expect(all[0].ID).To(Equal(old.ID), "oldest first")
+}

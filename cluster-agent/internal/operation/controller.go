@@ -63,6 +63,16 @@ const (
 	signalQuietPolls   = 2
 )
 
+// During a burst many operations wait at once, so most looks read only the Waiting
+// operations created since a little before the newest one taken (signalLookSlack covers
+// transactions that committed after a later one started); every signalFullLookEvery-th look,
+// and the check before the signal goes down, read them all, so nothing waits longer than
+// that for a look that missed it.
+const (
+	signalLookSlack     = 2 * time.Second
+	signalFullLookEvery = 20
+)
+
 // CRName is the name of an operation's CR.
 func CRName(operationID string) string { return "operation-" + operationID }
 
@@ -87,6 +97,7 @@ type Store interface {
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
 	UpdateOperationState(ctx context.Context, idb bun.IDB, engineInstanceID, id string, state db.OperationState, humanReadable string) (*db.Operation, error)
 	ListWaitingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
+	ListWaitingOperationsSince(ctx context.Context, idb bun.IDB, engineInstanceID string, since time.Time) ([]db.Operation, error)
 	ReleaseSignal(ctx context.Context, idb bun.IDB, engineInstanceID string, taken func(id string) bool) ([]db.Operation, error)
 }
 
@@ -109,9 +120,12 @@ type Reconciler struct {
 
 	queue queue.Handle[Request]
 	// taken holds the Waiting operations queued while the signal is up (only the signal's
-	// reconcile, never concurrent with itself, uses it); quiet counts looks that found none.
-	taken map[string]bool
-	quiet int
+	// reconcile, never concurrent with itself, uses it), newest the latest creation time
+	// among them; quiet counts looks that found none, looks all looks.
+	taken  map[string]bool
+	newest time.Time
+	quiet  int
+	looks  int
 }
 
 // Requeue queues the resource of a pending operation again. The sweep calls it for an
@@ -252,11 +266,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, e
 // takeSignal queues the resources of the Waiting operations not queued yet, and takes the
 // signal down once signalQuietPolls looks in a row found none.
 func (r *Reconciler) takeSignal(ctx context.Context) (ctrl.Result, error) {
-	waiting, err := r.Store.ListWaitingOperations(ctx, r.DB, r.Identity.InstanceID)
+	r.looks++
+	full := r.newest.IsZero() || r.looks%signalFullLookEvery == 0
+	var waiting []db.Operation
+	var err error
+	if full {
+		waiting, err = r.Store.ListWaitingOperations(ctx, r.DB, r.Identity.InstanceID)
+	} else {
+		waiting, err = r.Store.ListWaitingOperationsSince(ctx, r.DB, r.Identity.InstanceID, r.newest.Add(-signalLookSlack))
+	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing waiting operations: %w", err)
 	}
-	if r.takeWaiting(waiting) > 0 || r.quiet < signalQuietPolls {
+	if r.takeWaiting(waiting, full) > 0 || r.quiet < signalQuietPolls {
 		return ctrl.Result{RequeueAfter: SignalPollInterval}, nil
 	}
 	untaken, err := r.Store.ReleaseSignal(ctx, r.DB, r.Identity.InstanceID, func(id string) bool { return r.taken[id] })
@@ -264,24 +286,31 @@ func (r *Reconciler) takeSignal(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, fmt.Errorf("taking down the signal: %w", err)
 	}
 	if len(untaken) > 0 {
-		r.takeWaiting(append(waiting, untaken...))
+		r.takeWaiting(untaken, false)
 		return ctrl.Result{RequeueAfter: SignalPollInterval}, nil
 	}
-	r.taken, r.quiet = nil, 0
+	r.taken, r.newest, r.quiet, r.looks = nil, time.Time{}, 0, 0
 	return ctrl.Result{}, nil
 }
 
-// takeWaiting queues the resources of the operations of waiting not taken before, makes
-// waiting the taken set (an operation no longer Waiting is never Waiting again), and
-// returns how many were new.
-func (r *Reconciler) takeWaiting(waiting []db.Operation) int {
-	taken := make(map[string]bool, len(waiting))
+// takeWaiting queues the resources of the operations of waiting not taken before and
+// returns how many were new. A full list of the Waiting operations becomes the taken set
+// (an operation no longer Waiting is never Waiting again, so the set stays as small as the
+// backlog); a partial one adds to it.
+func (r *Reconciler) takeWaiting(waiting []db.Operation, full bool) int {
+	taken := r.taken
+	if full || taken == nil {
+		taken = make(map[string]bool, len(waiting))
+	}
 	fresh := 0
 	for _, op := range waiting {
-		taken[op.ID] = true
 		if !r.taken[op.ID] {
 			r.queue.Add(Request{ResourceType: op.ResourceType, ResourceID: op.ResourceID})
 			fresh++
+		}
+		taken[op.ID] = true
+		if op.CreatedAt.After(r.newest) {
+			r.newest = op.CreatedAt
 		}
 	}
 	r.taken = taken
