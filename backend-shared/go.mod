@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/argoproj/argo-cd/v3 v3.2.11
+	github.com/argoproj/gitops-engine v0.7.1-0.20251217140045-5baed5604d2d
 	github.com/gitops-service/gitops-service/api v0.0.0
 	github.com/gitops-service/gitops-service/db-schema v0.0.0
 	github.com/go-logr/logr v1.4.3
@@ -34,7 +35,6 @@ require (
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/ProtonMail/go-crypto v1.1.6 // indirect
-	github.com/argoproj/gitops-engine v0.7.1-0.20251217140045-5baed5604d2d // indirect
 	github.com/argoproj/pkg v0.13.6 // indirect
 	github.com/argoproj/pkg/v2 v2.0.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
