@@ -101,6 +101,10 @@ type Options struct {
 	// RepositoryRevalidateInterval is how often repository credentials are checked again
 	// against their Git servers; 0 disables it.
 	RepositoryRevalidateInterval time.Duration
+	// ClusterCheckTimeout bounds one check of a managed environment's cluster, and
+	// RepositoryCheckTimeout one listing of a repository credential's Git repository.
+	ClusterCheckTimeout    time.Duration
+	RepositoryCheckTimeout time.Duration
 	// GitWebhookAddr serves the Git webhook receiver ("0" or "" disables it) with the
 	// certificate in GitWebhookCertDir.
 	GitWebhookAddr    string
@@ -124,6 +128,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How often, besides at once when the engine instances change, tenants are moved off draining engine instances and from overloaded to underloaded ones (jittered ±20%; 0 disables rebalancing).")
 	fs.IntVar(&o.RebalanceMaxMoves, "rebalance-max-moves", rebalance.DefaultMaxMoves, "Most tenants one rebalancing run starts moving.")
 	fs.DurationVar(&o.RepositoryRevalidateInterval, "repository-revalidate-interval", repocred.DefaultRevalidateInterval, "How often repository credentials are checked again against their Git servers, without a change of the CR or Secret (0 disables).")
+	fs.DurationVar(&o.ClusterCheckTimeout, "cluster-check-timeout", managedenv.DefaultCheckTimeout,
+		"Longest wait, including the dial, for a managed environment's cluster to answer a credential check.")
+	fs.DurationVar(&o.RepositoryCheckTimeout, "repository-check-timeout", repocred.DefaultCheckTimeout,
+		"Longest wait, including the dial, for a repository credential's Git server to list the repository's references.")
 	fs.StringVar(&o.GitWebhookAddr, "git-webhook-bind-address", "0", "Address the Git webhook receiver (push events of GitHub, GitLab, Gitea, Forgejo and Bitbucket, at /hooks/<namespace>) binds to; \"0\" disables it.")
 	fs.StringVar(&o.GitWebhookCertDir, "git-webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the Git webhook receiver's TLS certificate (tls.crt, tls.key), reloaded when it changes.")
 	fs.StringVar(&o.RepositoryCAFile, "repository-ca-file", "", "PEM file of extra certificate authorities to trust when checking https:// repository credentials.")
@@ -219,7 +227,8 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	}
 	environments := &managedenv.Reconciler{
 		Client: mgr.GetClient(), DB: database, Store: store, Tenancy: resolver, Signal: signaller,
-		Recorder: mgr.GetEventRecorderFor("gitopsdeploymentmanagedenvironment-controller"),
+		Recorder:                mgr.GetEventRecorderFor("gitopsdeploymentmanagedenvironment-controller"),
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles, CheckTimeout: o.ClusterCheckTimeout,
 	}
 	if err := environments.SetupWithManager(ctx, mgr); err != nil {
 		return err
@@ -232,6 +241,7 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		Client: mgr.GetClient(), DB: database, Store: store, Tenancy: resolver, Signal: signaller,
 		Recorder: mgr.GetEventRecorderFor("gitopsdeploymentrepositorycredential-controller"),
 		CABundle: caBundle, RevalidateInterval: o.RepositoryRevalidateInterval,
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles, CheckTimeout: o.RepositoryCheckTimeout,
 	}
 	if err := repositoryCredentials.SetupWithManager(ctx, mgr); err != nil {
 		return err

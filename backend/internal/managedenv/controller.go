@@ -59,7 +59,15 @@ type Reconciler struct {
 	// Queue hands the controller's workqueue to the sweep, which requeues environments
 	// without rows.
 	Queue events.Queue
+	// MaxConcurrentReconciles is how many environments are reconciled at once (0: 1), so
+	// that one tenant's slow cluster does not hold up the others.
+	MaxConcurrentReconciles int
+	// CheckTimeout bounds each call to the user's cluster, dial included (0: DefaultCheckTimeout).
+	CheckTimeout time.Duration
 }
+
+// DefaultCheckTimeout is the default of Reconciler.CheckTimeout.
+const DefaultCheckTimeout = 10 * time.Second
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments/status,verbs=get;update;patch
@@ -78,7 +86,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&v1.GitOpsDeploymentManagedEnvironment{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentManagedEnvironmentList{} }, SecretIndex))).
 		WatchesRawSource(r.Queue.Source()).
-		WithOptions(manageropts.ControllerOptions(0)).
+		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("gitopsdeploymentmanagedenvironment").
 		Complete(r)
 }
@@ -156,6 +164,7 @@ func (r *Reconciler) connect(ctx context.Context, env *v1.GitOpsDeploymentManage
 	if err != nil {
 		return err
 	}
+	bound(conn.Config, r.CheckTimeout)
 	if err := Verify(ctx, conn, env.Spec.Namespaces); err != nil {
 		return err
 	}

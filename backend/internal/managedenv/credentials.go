@@ -2,9 +2,12 @@ package managedenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +21,8 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
+
+	"github.com/gitops-service/gitops-service/backend/internal/jitter"
 )
 
 // credErr is a problem with what the user gave: its reason and message go to the
@@ -150,6 +155,27 @@ func contextFor(cfg *clientcmdapi.Config, apiURL string) string {
 // Verify proves the credentials work before they are stored: it lists namespaces, or,
 // for a namespace-scoped environment, reads each of spec.namespaces (Argo CD watches them
 // all, and one it cannot read breaks the whole environment).
+// bound makes every call through cfg, the dial included, give up after timeout
+// (DefaultCheckTimeout when 0).
+func bound(cfg *rest.Config, timeout time.Duration) {
+	if timeout <= 0 {
+		timeout = DefaultCheckTimeout
+	}
+	cfg.Timeout = timeout
+	cfg.Dial = (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
+}
+
+// isTimeout reports whether err is a dial, TLS handshake or request that ran out of time.
+func isTimeout(err error) bool {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "Client.Timeout exceeded") || strings.Contains(msg, "i/o timeout") ||
+		strings.Contains(msg, "TLS handshake timeout") || strings.Contains(msg, "context deadline exceeded")
+}
+
 func Verify(ctx context.Context, conn *Connection, namespaces []string) error {
 	cs, err := kubernetes.NewForConfig(conn.Config)
 	if err != nil {
@@ -157,24 +183,32 @@ func Verify(ctx context.Context, conn *Connection, namespaces []string) error {
 	}
 	if len(namespaces) == 0 {
 		if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-			return verifyErr(err, "")
+			return verifyErr(conn, err, "")
 		}
 		return nil
 	}
 	for _, ns := range namespaces {
 		if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
-			return verifyErr(err, ns)
+			return verifyErr(conn, err, ns)
 		}
 	}
 	return nil
 }
 
-func verifyErr(err error, namespace string) error {
+func verifyErr(conn *Connection, err error, namespace string) error {
 	reason := string(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials)
+	if conn.Config.Timeout > 0 && isTimeout(err) {
+		host := conn.Config.Host
+		if u, perr := url.Parse(host); perr == nil {
+			host = u.Redacted()
+		}
+		return outcome.TransientError(reason, jitter.Spread(TransientRetry),
+			"the cluster at %s did not answer within %s: check spec.apiURL and that the cluster is reachable; retrying", host, conn.Config.Timeout)
+	}
 	// Unreachable, or a server error: the same credentials may work later.
 	if !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) &&
 		!strings.Contains(err.Error(), "certificate") {
-		return outcome.TransientError(reason, TransientRetry, "%s; retrying", hint(err, namespace))
+		return outcome.TransientError(reason, jitter.Spread(TransientRetry), "%s; retrying", hint(err, namespace))
 	}
 	return outcome.UserError(reason, "%s", hint(err, namespace))
 }

@@ -212,7 +212,7 @@ func (in *installer) serviceAccountConfig(token string) *rest.Config {
 		TLSClientConfig: rest.TLSClientConfig{
 			Insecure: in.conn.Config.Insecure, ServerName: in.conn.Config.ServerName, CAData: in.conn.Config.CAData,
 		},
-		Timeout: 10 * time.Second,
+		Timeout: in.conn.Config.Timeout, Dial: in.conn.Config.Dial,
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
+	"github.com/gitops-service/gitops-service/backend/internal/jitter"
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
@@ -62,6 +63,11 @@ type Reconciler struct {
 	// RevalidateInterval is how often a credential is checked again against the server
 	// (tokens expire and keys are revoked without the CR or Secret changing); 0 disables it.
 	RevalidateInterval time.Duration
+	// MaxConcurrentReconciles is how many credentials are checked at once (0: 1), so that
+	// one tenant's slow Git server does not hold up the others.
+	MaxConcurrentReconciles int
+	// CheckTimeout bounds one listing of the repository, dial included (0: DefaultCheckTimeout).
+	CheckTimeout time.Duration
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials,verbs=get;list;watch
@@ -80,7 +86,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentRepositoryCredential{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentRepositoryCredentialList{} }, SecretIndex))).
-		WithOptions(manageropts.ControllerOptions(0)).
+		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("gitopsdeploymentrepositorycredential").
 		Complete(r)
 }
@@ -117,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		meta.RemoveStatusCondition(conds, other)
 		if p.Reason == v1.RepositoryCredentialReasonInvalidCredentials || p.Reason == v1.RepositoryCredentialReasonInvalidRepositoryUrl {
 			// The server's answer may change without the CR or Secret changing.
-			p.Kind, p.RetryAfter = outcome.Stalled, r.RevalidateInterval
+			p.Kind, p.RetryAfter = outcome.Stalled, jitter.Spread(r.RevalidateInterval)
 		}
 	case err != nil:
 		set(v1.RepositoryCredentialConditionErrorOccurred, metav1.ConditionTrue, v1.RepositoryCredentialReasonErrorOccurred,
@@ -130,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			msgValid)
 	}
 	done := outcome.Done(v1.RepositoryCredentialReasonValidCredentials, msgValid)
-	done.RequeueAfter = r.RevalidateInterval
+	done.RequeueAfter = jitter.Spread(r.RevalidateInterval)
 	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}.End(ctx, cred, start, outcome.Status{
 		Conditions:         outcome.MetaConditions{List: conds, Generation: gen},
 		ObservedGeneration: &cred.Status.ObservedGeneration,
@@ -158,7 +164,7 @@ func (r *Reconciler) connect(ctx context.Context, cred *v1.GitOpsDeploymentRepos
 	if err != nil {
 		return err
 	}
-	if err := Verify(ctx, cred.Spec.Repository, creds, r.CABundle); err != nil {
+	if err := Verify(ctx, cred.Spec.Repository, creds, r.CABundle, r.CheckTimeout); err != nil {
 		return err
 	}
 	var (

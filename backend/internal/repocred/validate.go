@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
@@ -20,8 +21,9 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
-// validationTimeout bounds one remote listing.
-const validationTimeout = 30 * time.Second
+// DefaultCheckTimeout bounds one remote listing, the dial included, unless Verify is given
+// another bound.
+const DefaultCheckTimeout = 20 * time.Second
 
 // problem is a problem the user has to fix: its reason (which names the condition it makes
 // False, see problemCondition) and a message that never contains the credentials.
@@ -73,8 +75,12 @@ func Resolve(cred *v1.GitOpsDeploymentRepositoryCredential, secret *corev1.Secre
 
 // Verify lists the references of repository with creds, proving that the URL points at a
 // Git repository and that the credentials give access to it. caBundle, when not nil, adds
-// trusted certificate authorities for https:// repositories.
-func Verify(ctx context.Context, repository string, creds *Credentials, caBundle []byte) error {
+// trusted certificate authorities for https:// repositories. The listing, dial included,
+// gives up after timeout (DefaultCheckTimeout when 0).
+func Verify(ctx context.Context, repository string, creds *Credentials, caBundle []byte, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = DefaultCheckTimeout
+	}
 	u, err := url.Parse(repository)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "ssh") {
 		return problem(v1.RepositoryCredentialReasonInvalidRepositoryUrl,
@@ -102,11 +108,14 @@ func Verify(ctx context.Context, repository string, creds *Credentials, caBundle
 	} else {
 		auth = &githttp.BasicAuth{Username: string(creds.Username), Password: string(creds.Password)}
 	}
-	ctx, cancel := context.WithTimeout(ctx, validationTimeout)
+	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{repository}})
-	_, err = remote.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: caBundle})
+	_, err = listContext(lctx, remote, &git.ListOptions{Auth: auth, CABundle: caBundle})
 	switch {
+	case err != nil && ctx.Err() == nil && lctx.Err() != nil:
+		return problem(v1.RepositoryCredentialReasonInvalidRepositoryUrl,
+			"the Git server of repository %s did not answer within %s: check spec.repository and that the server is reachable", u.Redacted(), timeout)
 	case err == nil, errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
@@ -143,4 +152,24 @@ func redact(msg string, creds *Credentials) string {
 		}
 	}
 	return msg
+}
+
+// listContext lists remote's references, returning when ctx ends even if a transport does
+// not watch ctx in every step (a dial or handshake to a server that never answers).
+func listContext(ctx context.Context, remote *git.Remote, o *git.ListOptions) ([]*plumbing.Reference, error) {
+	type result struct {
+		refs []*plumbing.Reference
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		refs, err := remote.ListContext(ctx, o)
+		done <- result{refs, err}
+	}()
+	select {
+	case r := <-done:
+		return r.refs, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

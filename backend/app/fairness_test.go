@@ -1,0 +1,98 @@
+package app_test
+
+import (
+	"encoding/pem"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend/app"
+)
+
+// stallingListener accepts TCP connections on loopback and never answers on them, like a
+// server that hangs; it returns its address.
+func stallingListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// One tenant's cluster and Git server that accept connections and never answer do not
+// delay another tenant's checks; they end, after the configured timeout, in a condition
+// that says so.
+func TestSlowTenantDoesNotDelayOthers(t *testing.T) {
+	t.Parallel()
+	const timeout = 5 * time.Second
+	srv := gitServer(t)
+	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	a := startBackend(t, func(o *app.Options) {
+		o.RepositoryCABundle = caBundle
+		o.ClusterCheckTimeout, o.RepositoryCheckTimeout = timeout, timeout
+	})
+	b := a.asOther()
+
+	// Tenant A: a cluster and a Git server that hang.
+	clusterURL := "https://" + stallingListener(t)
+	repoURL := "https://" + stallingListener(t) + "/repo.git"
+	slowEnv := a.newEnvironment("hanging", v1.ManagedEnvironmentSecretType,
+		map[string][]byte{"kubeconfig": kubeconfig(clusterURL, "a-token")},
+		func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.APIURL = clusterURL })
+	slowCred := a.newRepositoryCredential("hanging-git", repoURL, v1.RepositoryCredentialSecretType, basicAuth(gitUser, "a-secret-password"))
+	created := time.Now()
+	time.Sleep(500 * time.Millisecond) // A's checks are under way
+
+	// Tenant B: valid ones become valid while A's are still pending.
+	env := b.newEnvironment("prod", v1.ManagedEnvironmentSecretType,
+		map[string][]byte{"kubeconfig": kubeconfig(cp.Config.Host, b.serviceAccountToken("deployer", true))})
+	cred := b.newRepositoryCredential("good-git", srv.URL+"/repo.git", v1.RepositoryCredentialSecretType, basicAuth(gitUser, gitPassword))
+	b.g.Eventually(b.connection(env), 3*time.Second, poll).Should(HaveField("Status", metav1.ConditionTrue))
+	b.g.Eventually(b.repoCondition(cred, v1.RepositoryCredentialConditionValidRepositoryCredential), 3*time.Second, poll).Should(
+		HaveField("Status", metav1.ConditionTrue))
+	a.g.Expect(time.Since(created)).To(BeNumerically("<", timeout), "B's checks waited for A's")
+	a.g.Expect(a.connection(slowEnv)()).To(BeNil(), "A's environment is still being checked")
+	a.g.Expect(a.repoCondition(slowCred, v1.RepositoryCredentialConditionValidRepositoryUrl)()).To(BeNil(), "A's credential is still being checked")
+
+	// A's end in a timeout condition that names the address and the bound, and no secret.
+	a.g.Eventually(a.connection(slowEnv), eventually, poll).Should(And(
+		HaveField("Status", metav1.ConditionFalse),
+		HaveField("Reason", string(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials)),
+		HaveField("Message", ContainSubstring("the cluster at "+clusterURL+" did not answer within 5s")),
+		HaveField("Message", Not(ContainSubstring("a-token")))))
+	a.g.Eventually(a.repoCondition(slowCred, v1.RepositoryCredentialConditionValidRepositoryUrl), eventually, poll).Should(And(
+		HaveField("Status", metav1.ConditionFalse),
+		HaveField("Reason", v1.RepositoryCredentialReasonInvalidRepositoryUrl),
+		HaveField("Message", ContainSubstring("the Git server of repository "+repoURL+" did not answer within 5s")),
+		HaveField("Message", Not(ContainSubstring("a-secret-password")))))
+	a.g.Expect(time.Since(created)).To(BeNumerically(">=", timeout-time.Second))
+}
