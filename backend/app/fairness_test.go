@@ -59,6 +59,7 @@ func TestSlowTenantDoesNotDelayOthers(t *testing.T) {
 	a := startBackend(t, func(o *app.Options) {
 		o.RepositoryCABundle = caBundle
 		o.ClusterCheckTimeout, o.RepositoryCheckTimeout = timeout, timeout
+		o.MaxConcurrentReconciles = 4 // each of A's hanging resources holds one worker until its timeout
 	})
 	b := a.asOther()
 
@@ -69,6 +70,10 @@ func TestSlowTenantDoesNotDelayOthers(t *testing.T) {
 		map[string][]byte{"kubeconfig": kubeconfig(clusterURL, "a-token")},
 		func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.APIURL = clusterURL })
 	slowCred := a.newRepositoryCredential("hanging-git", repoURL, v1.RepositoryCredentialSecretType, basicAuth(gitUser, "a-secret-password"))
+	sshURL := "ssh://git@" + stallingListener(t) + "/repo.git"
+	key, _ := sshKey(t)
+	slowSSH := a.newRepositoryCredential("hanging-ssh", sshURL, v1.RepositoryCredentialSecretType,
+		map[string][]byte{v1.RepositoryCredentialSecretSSHPrivateKeyKey: key})
 	created := time.Now()
 	time.Sleep(500 * time.Millisecond) // A's checks are under way
 
@@ -94,5 +99,9 @@ func TestSlowTenantDoesNotDelayOthers(t *testing.T) {
 		HaveField("Reason", v1.RepositoryCredentialReasonInvalidRepositoryUrl),
 		HaveField("Message", ContainSubstring("the Git server of repository "+repoURL+" did not answer within 5s")),
 		HaveField("Message", Not(ContainSubstring("a-secret-password")))))
+	a.g.Eventually(a.repoCondition(slowSSH, v1.RepositoryCredentialConditionValidRepositoryUrl), eventually, poll).Should(And(
+		HaveField("Status", metav1.ConditionFalse),
+		HaveField("Message", ContainSubstring("the Git server of repository "+sshURL+" did not answer within 5s")),
+		HaveField("Message", Not(ContainSubstring("PRIVATE KEY")))))
 	a.g.Expect(time.Since(created)).To(BeNumerically(">=", timeout-time.Second))
 }

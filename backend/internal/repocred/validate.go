@@ -104,7 +104,7 @@ func Verify(ctx context.Context, repository string, creds *Credentials, caBundle
 		// Public-key authentication does not reveal the key to the server, and Argo CD checks
 		// host keys itself when it clones; this listing only proves the key is accepted.
 		keys.HostKeyCallback = stdssh.InsecureIgnoreHostKey() //nolint:gosec // see above
-		auth = keys
+		auth = dialTimeout{keys, timeout}
 	} else {
 		auth = &githttp.BasicAuth{Username: string(creds.Username), Password: string(creds.Password)}
 	}
@@ -172,4 +172,18 @@ func listContext(ctx context.Context, remote *git.Remote, o *git.ListOptions) ([
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// dialTimeout bounds the SSH transport's dial, which does not watch the listing's context.
+type dialTimeout struct {
+	*gitssh.PublicKeys
+	timeout time.Duration
+}
+
+func (a dialTimeout) ClientConfig() (*stdssh.ClientConfig, error) {
+	c, err := a.PublicKeys.ClientConfig()
+	if err == nil {
+		c.Timeout = a.timeout
+	}
+	return c, err
 }
