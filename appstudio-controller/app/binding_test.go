@@ -239,6 +239,39 @@ func TestBindingInvalidComponentName(t *testing.T) {
 	h.g.Eventually(h.bindingCondition("appa-staging"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
 }
 
+func TestBindingCopiesLabels(t *testing.T) {
+	h := start(t)
+	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "staging"}})
+	h.create(&appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: "appa-staging", Labels: map[string]string{
+		"appstudio.openshift.io/foo":         "bar",
+		"appstudio.openshift.io/environment": "other",
+		"example.com/team":                   "a",
+	}}, Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "staging", Snapshot: "snap1"}})
+	h.setComponents("appa-staging", component("comp-a"))
+
+	// The appstudio.openshift.io labels are copied; the binding's own three are not overridden.
+	name := "appa-staging-appa-staging-comp-a"
+	labelsOf := func() map[string]string {
+		d := &gitops.GitOpsDeployment{}
+		if err := h.c.Get(h.ctx, h.key(name), d); err != nil {
+			return nil
+		}
+		return d.Labels
+	}
+	h.g.Eventually(labelsOf, eventually, poll).Should(Equal(map[string]string{
+		appstudio.LabelApplication: "appa", appstudio.LabelComponent: "comp-a", appstudio.LabelEnvironment: "staging",
+		"appstudio.openshift.io/foo": "bar"}))
+	h.g.Eventually(h.bindingCondition("appa-staging"), eventually, poll).Should(Or(BeNil(), withReason(metav1.ConditionFalse, "ErrorOccurredResolved")))
+
+	// A label added to the binding later is copied too.
+	h.g.Eventually(func() error {
+		b := h.binding("appa-staging")
+		b.Labels["appstudio.openshift.io.example.com/tier"] = "gold"
+		return h.c.Update(h.ctx, b)
+	}, eventually, poll).Should(Succeed())
+	h.g.Eventually(labelsOf, eventually, poll).Should(HaveKeyWithValue("appstudio.openshift.io.example.com/tier", "gold"))
+}
+
 func TestBindingDuplicate(t *testing.T) {
 	h := start(t) // webhooks off, as while the webhook is unavailable
 	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "staging"}})

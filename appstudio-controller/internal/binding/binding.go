@@ -52,7 +52,14 @@ const (
 	// ReasonMissingTargetNamespace: the Environment has cluster credentials but no
 	// targetNamespace to deploy to.
 	ReasonMissingTargetNamespace = "MissingTargetNamespace"
+	// ReasonInvalidLabel: an appstudio.openshift.io label of the binding cannot be copied
+	// onto its GitOpsDeployments; the other labels are copied and the components deployed.
+	ReasonInvalidLabel = "InvalidLabel"
 )
+
+// CopiedLabelPrefix is the prefix of the binding's label keys that are copied onto its
+// GitOpsDeployments.
+const CopiedLabelPrefix = "appstudio.openshift.io"
 
 // ComponentStatusRetry is how soon a binding without components is looked at again, in case
 // the Application Service's status write is missed (it requeues the binding first).
@@ -272,6 +279,7 @@ func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvir
 // GitOpsDeployment name would not be a valid object name are left out, and reported in a user
 // error (ReasonInvalidComponentName) returned with the deployments of the other components.
 func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDestination) ([]*gitops.GitOpsDeployment, error) {
+	copied, labelErr := copiedLabels(b.Labels)
 	seen := map[string]bool{}
 	componentOf := map[string]string{} // generated name -> component
 	var out []*gitops.GitOpsDeployment
@@ -302,7 +310,7 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDes
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: b.Namespace,
 				Name:      name,
-				Labels:    labels(b.Spec.Application, c.Name, b.Spec.Environment),
+				Labels:    withCopied(labels(b.Spec.Application, c.Name, b.Spec.Environment), copied),
 			},
 			Spec: gitops.GitOpsDeploymentSpec{
 				Source:      gitops.ApplicationSource{RepoURL: repo.URL, Path: repo.Path, TargetRevision: repo.Branch},
@@ -315,13 +323,65 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDes
 		if out == nil {
 			out = []*gitops.GitOpsDeployment{} // nothing valid: still delete what is no longer wanted
 		}
-		return out, outcome.UserError(ReasonInvalidComponentName,
+		return out, errors.Join(outcome.UserError(ReasonInvalidComponentName,
 			"%d of %d components cannot be deployed, the others are: %s. The name of each GitOpsDeployment is "+
 				"<binding>-<application>-<environment>-<component> (shortened past %d characters) and must be a "+
 				"lowercase RFC 1123 subdomain: rename the component (or the binding, application or environment)",
-			len(invalid), len(b.Status.Components), strings.Join(invalid, "; "), MaxNameLength)
+			len(invalid), len(b.Status.Components), strings.Join(invalid, "; "), MaxNameLength), labelErr)
+	}
+	if labelErr != nil {
+		if out == nil {
+			out = []*gitops.GitOpsDeployment{}
+		}
+		return out, labelErr
 	}
 	return out, nil
+}
+
+// copiedLabels returns the labels of the binding whose keys start with CopiedLabelPrefix,
+// except the application/component/environment labels that the binding sets itself, and a
+// user error (ReasonInvalidLabel) naming each label left out because Kubernetes would refuse
+// its key or value.
+func copiedLabels(in map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	var invalid []string
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := in[k]
+		if !strings.HasPrefix(k, CopiedLabelPrefix) ||
+			k == appstudio.LabelApplication || k == appstudio.LabelComponent || k == appstudio.LabelEnvironment {
+			continue
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			invalid = append(invalid, fmt.Sprintf("label key %q: %s", k, strings.Join(errs, "; ")))
+			continue
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			invalid = append(invalid, fmt.Sprintf("label %q value %q: %s", k, v, strings.Join(errs, "; ")))
+			continue
+		}
+		out[k] = v
+	}
+	if len(invalid) > 0 {
+		return out, outcome.UserError(ReasonInvalidLabel,
+			"%d labels of the binding cannot be copied onto its GitOpsDeployments, the other labels are: %s",
+			len(invalid), strings.Join(invalid, "; "))
+	}
+	return out, nil
+}
+
+// withCopied adds the copied labels to own; own's keys are kept.
+func withCopied(own, copied map[string]string) map[string]string {
+	for k, v := range copied {
+		if _, ok := own[k]; !ok {
+			own[k] = v
+		}
+	}
+	return own
 }
 
 // labels returns the application/component/environment labels; a value that cannot be a
