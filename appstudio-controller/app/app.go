@@ -47,6 +47,9 @@ type Options struct {
 	// is also skipped, with a log line, when the API server does not serve
 	// applications.appstudio.redhat.com at start-up.
 	BindingApplicationGrace time.Duration
+	// DeploymentTargetStuckTermination is how long a deleted DeploymentTarget may keep its
+	// provisioner's finalizer before its phase is Failed; zero means 2m.
+	DeploymentTargetStuckTermination time.Duration
 	// EnableWebhooks serves the validating admission webhooks (package webhook) on the
 	// manager's webhook server.
 	EnableWebhooks bool
@@ -65,6 +68,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.BindingApplicationGrace, "binding-application-grace", bindinggc.DefaultGrace,
 		"Delete a SnapshotEnvironmentBinding whose Application (spec.application) has not existed for this long; 0 disables it. "+
 			"It is skipped when the API server does not serve appstudio.redhat.com/v1alpha1 Applications.")
+	fs.DurationVar(&o.DeploymentTargetStuckTermination, "deploymenttarget-stuck-termination", dtbinder.DefaultStuckTermination,
+		"Set a deleted DeploymentTarget's phase to Failed when its provisioner's finalizer is still there after this long.")
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (port 9443, serving certificate tls.crt/tls.key in /tmp/k8s-webhook-server/serving-certs).")
 }
 
@@ -95,6 +100,7 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 	}
 	if err := (&dtbinder.TargetReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("deploymenttarget-binder"), MaxConcurrentReconciles: workers,
+		StuckTermination: o.DeploymentTargetStuckTermination,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}

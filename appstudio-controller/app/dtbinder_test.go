@@ -3,11 +3,15 @@ package app_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/appstudio-controller/app"
 )
 
 func (h *harness) class(policy appstudio.ReclaimPolicy, provisioner string) appstudio.DeploymentTargetClassName {
@@ -122,4 +126,34 @@ func TestBinderDeleteAndUserChosenTarget(t *testing.T) {
 	h.g.Expect(h.c.Delete(h.ctx, &appstudio.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "first"}})).To(Succeed())
 	h.g.Eventually(h.dtcPhase("claim2"), eventually, poll).Should(Equal(appstudio.DeploymentTargetClaimPhaseLost))
 	h.g.Eventually(h.ready("claim2", &appstudio.DeploymentTargetClaim{}), eventually, poll).Should(Equal("False/TargetLost+Stalled"))
+}
+
+func TestTargetStuckTerminationFails(t *testing.T) {
+	h := start(t, func(o *app.Options) { o.DeploymentTargetStuckTermination = 3 * time.Second })
+	dt := &appstudio.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Name: "stuck", Finalizers: []string{appstudio.FinalizerDT}},
+		Spec: appstudio.DeploymentTargetSpec{DeploymentTargetClassName: "cls", KubernetesClusterCredentials: appstudio.DeploymentTargetKubernetesClusterCredentials{
+			DefaultNamespace: "ns", APIURL: "https://api.example.com:6443", ClusterCredentialsSecret: "s"}}}
+	h.create(dt)
+	h.g.Eventually(h.dtPhase("stuck"), eventually, poll).Should(Equal(appstudio.DeploymentTargetPhaseAvailable))
+
+	// No provisioner removes the finalizer: after the (shortened) limit the target is Failed.
+	h.g.Expect(h.c.Delete(h.ctx, dt)).To(Succeed())
+	h.g.Consistently(h.dtPhase("stuck"), 2*time.Second, poll).Should(Equal(appstudio.DeploymentTargetPhaseAvailable))
+	h.g.Eventually(h.dtPhase("stuck"), eventually, poll).Should(Equal(appstudio.DeploymentTargetPhaseFailed))
+	h.g.Eventually(h.events("stuck", "Warning"), eventually, poll).Should(ContainElement("Failed"))
+	got := &appstudio.DeploymentTarget{}
+	h.g.Expect(h.c.Get(h.ctx, h.key("stuck"), got)).To(Succeed())
+	ready := meta.FindStatusCondition(got.Status.Conditions, "Ready")
+	h.g.Expect(ready).NotTo(BeNil())
+	h.g.Expect(ready.Message).To(ContainSubstring("termination is stuck"))
+
+	// Removing the finalizer lets it go.
+	h.g.Eventually(func() error {
+		if err := h.c.Get(h.ctx, h.key("stuck"), got); err != nil {
+			return err
+		}
+		controllerutil.RemoveFinalizer(got, appstudio.FinalizerDT)
+		return h.c.Update(h.ctx, got)
+	}, eventually, poll).Should(Succeed())
+	h.g.Eventually(h.gone(got), eventually, poll).Should(BeTrue())
 }

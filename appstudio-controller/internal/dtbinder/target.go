@@ -2,12 +2,15 @@ package dtbinder
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -16,13 +19,34 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
+// DefaultStuckTermination is how long a deleted DeploymentTarget may keep its finalizer
+// (its provisioner cleaning up) before it is Failed.
+const DefaultStuckTermination = 2 * time.Minute
+
 // TargetReconciler keeps the phase of DeploymentTargets: Available without a claim, Bound
 // while its claim exists, Released once its claim is gone (sticky, as for PVs: an
-// administrator clears spec.claimRef to make it Available again).
+// administrator clears spec.claimRef to make it Available again), and Failed when its
+// termination (deletion while the provisioner's finalizer is on it) takes longer than
+// StuckTermination.
 type TargetReconciler struct {
 	Client                  client.Client
 	Recorder                record.EventRecorder
 	MaxConcurrentReconciles int
+	// StuckTermination: zero means DefaultStuckTermination.
+	StuckTermination time.Duration
+}
+
+// stuck returns whether dt's termination has taken longer than after, and otherwise how
+// long until it has (zero when dt is not terminating).
+func stuck(dt *appstudio.DeploymentTarget, after time.Duration, now time.Time) (bool, time.Duration) {
+	if dt.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(dt, appstudio.FinalizerDT) {
+		return false, 0
+	}
+	left := dt.DeletionTimestamp.Add(after).Sub(now)
+	if left < 0 {
+		return true, 0
+	}
+	return false, left + 100*time.Millisecond
 }
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch
@@ -92,6 +116,18 @@ func (r *TargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err == nil {
 		dt.Status.Phase = Phase(dt, claim)
 	}
+	after := r.StuckTermination
+	if after <= 0 {
+		after = DefaultStuckTermination
+	}
+	isStuck, wait := stuck(dt, after, time.Now())
+	if isStuck {
+		dt.Status.Phase = appstudio.DeploymentTargetPhaseFailed
+	}
+	progress := TargetProgress(dt)
+	if wait > 0 && (progress.RequeueAfter == 0 || wait < progress.RequeueAfter) {
+		progress.RequeueAfter = wait
+	}
 	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}.End(ctx, dt, start, outcome.Status{
 		Conditions: outcome.MetaConditions{List: &dt.Status.Conditions, Generation: dt.Generation},
 		Written: func() {
@@ -103,7 +139,7 @@ func (r *TargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 				}
 			}
 		},
-	}, TargetProgress(dt), err)
+	}, progress, err)
 }
 
 // claim returns the claim dt names in spec.claimRef, or nil when there is none.
@@ -152,6 +188,11 @@ func targetPhaseEvent(dt *appstudio.DeploymentTarget, phase appstudio.Deployment
 	case appstudio.DeploymentTargetPhaseReleased:
 		return corev1.EventTypeNormal, string(phase), "DeploymentTargetClaim " + dt.Spec.ClaimRef + " was deleted; the DeploymentTarget is kept and is not bound again automatically"
 	case appstudio.DeploymentTargetPhaseFailed:
+		if !dt.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(dt, appstudio.FinalizerDT) {
+			return corev1.EventTypeWarning, string(phase), fmt.Sprintf(
+				"DeploymentTarget termination is stuck: deleted at %s, its finalizer %s is still there (the provisioner has not cleaned up)",
+				dt.DeletionTimestamp.UTC().Format(time.RFC3339), appstudio.FinalizerDT)
+		}
 		return corev1.EventTypeWarning, string(phase), "DeploymentTarget failed"
 	}
 	return corev1.EventTypeNormal, string(phase), "DeploymentTarget is " + string(phase)
