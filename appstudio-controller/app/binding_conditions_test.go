@@ -215,3 +215,33 @@ func TestBindingInvalidComponentStatus(t *testing.T) {
 	h.g.Eventually(h.ownedDeployments("b"), eventually, poll).Should(ConsistOf("b-app-staging-comp-a", "b-app-staging-comp-b"))
 	h.g.Eventually(h.bindingCondition("b"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
 }
+
+func TestBindingDeploysToClaimedTarget(t *testing.T) {
+	h := start(t)
+	cls := h.class(appstudio.ReclaimPolicyRetain, "example.com/none")
+	h.secret("dt-secret", gitops.ManagedEnvironmentSecretType)
+	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "dev"}, Spec: appstudio.EnvironmentSpec{
+		Configuration: appstudio.EnvironmentConfiguration{Target: &appstudio.EnvironmentTarget{
+			DeploymentTargetClaim: appstudio.DeploymentTargetClaimConfig{ClaimName: "dev-dtc"}}}}})
+	h.create(&appstudio.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Name: "dev-dtc"}, Spec: appstudio.DeploymentTargetClaimSpec{DeploymentTargetClassName: cls}})
+	h.create(&appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "dev", Snapshot: "s"}})
+	h.setComponents("b", component("c1"))
+
+	// Not bound yet: nothing is deployed.
+	h.g.Eventually(h.bindingCondition("b"), eventually, poll).Should(withReason(metav1.ConditionTrue, "EnvironmentNotReady"))
+	h.g.Consistently(h.ownedDeployments("b"), time.Second, poll).Should(BeEmpty())
+
+	// Once the claim is bound, the deployments target the bound DeploymentTarget's namespace
+	// through the Environment's GitOpsDeploymentManagedEnvironment.
+	h.create(&appstudio.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Name: "dev-dt"}, Spec: appstudio.DeploymentTargetSpec{
+		DeploymentTargetClassName: cls,
+		KubernetesClusterCredentials: appstudio.DeploymentTargetKubernetesClusterCredentials{
+			DefaultNamespace: "team-dev", APIURL: "https://api.dev.example.com:6443", ClusterCredentialsSecret: "dt-secret"},
+	}})
+	h.g.Eventually(h.dtcPhase("dev-dtc"), eventually, poll).Should(Equal(appstudio.DeploymentTargetClaimPhaseBound))
+	d := &gitops.GitOpsDeployment{}
+	h.g.Eventually(h.get("b-app-dev-c1", d), eventually, poll).Should(Succeed())
+	h.g.Expect(d.Spec.Destination).To(Equal(gitops.ApplicationDestination{Environment: "managed-environment-dev", Namespace: "team-dev"}))
+	h.g.Eventually(h.bindingCondition("b"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
+}
