@@ -7,8 +7,6 @@
 // Namespace that share the same Application and Environment value"). Duplicate component
 // names in spec.components need no webhook: the list is a map keyed by name
 // (+listType=map), which the API server already enforces.
-//
-// Environment: see EnvironmentValidator.
 package webhook
 
 import (
@@ -58,11 +56,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	if err := ctrl.NewWebhookManagedBy(mgr).For(&appstudio.SnapshotEnvironmentBinding{}).
-		WithValidator(&BindingValidator{Reader: mgr.GetClient()}).Complete(); err != nil {
-		return err
-	}
-	return ctrl.NewWebhookManagedBy(mgr).For(&appstudio.Environment{}).WithValidator(EnvironmentValidator{}).Complete()
+	return ctrl.NewWebhookManagedBy(mgr).For(&appstudio.SnapshotEnvironmentBinding{}).
+		WithValidator(&BindingValidator{Reader: mgr.GetClient()}).Complete()
 }
 
 // BindingValidator validates SnapshotEnvironmentBindings. Reader must support listing
