@@ -21,6 +21,10 @@ import (
 func TestIgnoresOperationCRsOutsideTheEngineNamespace(t *testing.T) {
 	e := startAgent(t, true, nil)
 	g := e.g()
+	// On start the agent takes its engine's signal once: for a few looks 50 ms apart it
+	// queues every Waiting operation it finds, signalled or not. The operation below must
+	// come after that, so that only a CR could bring it to the agent.
+	time.Sleep(time.Second)
 	victim := e.tenant()
 	attackerNS := cp.NewNamespace(t, "tenant-")
 
