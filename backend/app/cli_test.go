@@ -15,7 +15,6 @@ import (
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
-	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts/clitest"
 	"github.com/gitops-service/gitops-service/backend/app"
 )
@@ -41,50 +40,23 @@ func databaseArgs(t *testing.T) []string {
 }
 
 func TestCommandLine(t *testing.T) {
-	// No kubeconfig: running the controllers fails at once, and says the command line
-	// chose them.
-	t.Setenv("KUBECONFIG", "/nonexistent")
-	const runsControllers = "loading kubeconfig"
-	for _, tc := range []struct {
-		name   string
-		args   []string
-		usage  string // a usage error containing this
-		err    string // another error containing this
-		stdout string
-	}{
-		{name: "the manifest's flags", args: clitest.DeploymentArgs(t, "../../manifests/base/backend/deployment.yaml"), err: runsControllers},
-		{name: "no arguments", args: []string{}, err: runsControllers},
-		{name: "version", args: []string{"version"}, stdout: "go: go1."},
-		{name: "completion", args: []string{"completion", "bash"}, stdout: "__start_backend"},
-		{name: "a group without a verb prints its help", args: []string{"engine-instances"}, stdout: "Available Commands:"},
-		{name: "unknown verb", args: []string{"migrat"}, usage: `unknown command "migrat" for "backend"`},
-		{name: "unknown verb after flags", args: []string{"--leader-elect=true", "migrat"}, usage: `unknown command "migrat"`},
-		{name: "an unknown state", args: []string{"operations", "list", "--state=Done"}, usage: `--state "Done" is not one of`},
-		{name: "unknown verb of a group", args: []string{"engine-instances", "lis"}, usage: `unknown command "lis" for "backend engine-instances"`},
-		{name: "stray argument of migrate", args: []string{"migrate", "extra"}, usage: `"backend migrate" takes no arguments`},
-		{name: "stray argument of list", args: []string{"engine-instances", "list", "extra"}, usage: "takes no arguments"},
-		{name: "missing argument", args: []string{"engine-instances", "drain"}, usage: "takes 1 arguments (ID), got 0"},
-		{name: "a controller flag on a verb", args: []string{"migrate", "--leader-elect"}, usage: "unknown flag: --leader-elect"},
-		{name: "an unknown output format", args: []string{"engine-instances", "list", "-o", "xml"}, usage: `invalid argument "xml"`},
-		{name: "rotate-keys without keys", args: []string{"rotate-keys", "--credentials-keys-file="}, usage: "--credentials-keys-file is required"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			r := &setupRecorder{}
-			res := clitest.Run(t, r.command(), tc.args...)
-			switch {
-			case tc.usage != "":
-				g.Expect(res.Err).To(MatchError(manageropts.ErrUsage))
-				g.Expect(res.Stderr).To(ContainSubstring(tc.usage))
-			case tc.err != "":
-				g.Expect(res.Err).To(MatchError(ContainSubstring(tc.err)))
-			default:
-				g.Expect(res.Err).NotTo(HaveOccurred())
-			}
-			g.Expect(res.Stdout).To(ContainSubstring(tc.stdout))
-			g.Expect(r.calls).To(BeZero())
+	clitest.TestControllerBinary(t, "backend", "../../manifests/base/backend/deployment.yaml", func(setups *int) *cobra.Command {
+		return app.NewCommandWithSetup(func(*app.Options, context.Context, ctrl.Manager, logr.Logger) error {
+			*setups++
+			return errors.New("setup called")
 		})
-	}
+	},
+		clitest.Case{Name: "a group without a verb prints its help", Args: []string{"engine-instances"}, Stdout: "Available Commands:"},
+		clitest.Case{Name: "unknown verb after flags", Args: []string{"--leader-elect=true", "migrat"}, Usage: `unknown command "migrat"`},
+		clitest.Case{Name: "an unknown state", Args: []string{"operations", "list", "--state=Done"}, Usage: `--state "Done" is not one of`},
+		clitest.Case{Name: "unknown verb of a group", Args: []string{"engine-instances", "lis"}, Usage: `unknown command "lis" for "backend engine-instances"`},
+		clitest.Case{Name: "stray argument of migrate", Args: []string{"migrate", "extra"}, Usage: `"backend migrate" takes no arguments`},
+		clitest.Case{Name: "stray argument of list", Args: []string{"engine-instances", "list", "extra"}, Usage: "takes no arguments"},
+		clitest.Case{Name: "missing argument", Args: []string{"engine-instances", "drain"}, Usage: "takes 1 arguments (ID), got 0"},
+		clitest.Case{Name: "a controller flag on a verb", Args: []string{"migrate", "--leader-elect"}, Usage: "unknown flag: --leader-elect"},
+		clitest.Case{Name: "an unknown output format", Args: []string{"engine-instances", "list", "-o", "xml"}, Usage: `invalid argument "xml"`},
+		clitest.Case{Name: "rotate-keys without keys", Args: []string{"rotate-keys", "--credentials-keys-file="}, Usage: "--credentials-keys-file is required"},
+	)
 }
 
 func TestFlagsOnlyRunTheControllersWithTheirOptions(t *testing.T) {
@@ -133,21 +105,10 @@ func TestDeprecatedFlagsAreHidden(t *testing.T) {
 	g.Expect(res.Stdout).NotTo(ContainSubstring("operation-gc-seconds"))
 }
 
-func TestHelpOfEveryVerb(t *testing.T) {
-	verbs := clitest.Verbs(app.NewCommand())
-	NewWithT(t).Expect(verbs).To(ContainElements([]string{"migrate"}, []string{"rotate-keys"},
+func TestEveryVerbIsThere(t *testing.T) {
+	NewWithT(t).Expect(clitest.Verbs(app.NewCommand())).To(ContainElements([]string{"migrate"}, []string{"rotate-keys"},
 		[]string{"engine-instances", "list"}, []string{"engine-instances", "simulate"}, []string{"operations", "list"}, []string{"version"},
 		[]string{"completion", "zsh"}))
-	for _, verb := range append([][]string{{}}, verbs...) {
-		t.Run(strings.Join(verb, " "), func(t *testing.T) {
-			g := NewWithT(t)
-			r := &setupRecorder{}
-			res := clitest.Run(t, r.command(), append(verb, "--help")...)
-			g.Expect(res.Err).NotTo(HaveOccurred())
-			g.Expect(res.Stdout).To(ContainSubstring("Usage:\n  " + strings.Join(append([]string{"backend"}, verb...), " ")))
-			g.Expect(r.calls).To(BeZero())
-		})
-	}
 }
 
 func TestMigrateAndListAsJSON(t *testing.T) {

@@ -3,7 +3,6 @@ package clitest
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"testing"
 
@@ -27,9 +26,7 @@ func Run(t testing.TB, root *cobra.Command, args ...string) Result {
 	var stdout, stderr bytes.Buffer
 	root.SetOut(&stdout)
 	root.SetErr(&stderr)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	err := manageropts.Execute(ctx, root, args)
+	err := manageropts.Execute(t.Context(), root, args)
 	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Err: err}
 }
 
