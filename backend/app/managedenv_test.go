@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,6 +23,13 @@ import (
 // cluster-admin, and returns a token for it.
 func (h *harness) serviceAccountToken(name string, clusterAdmin bool) string {
 	h.t.Helper()
+	_, token := h.serviceAccount(name, clusterAdmin)
+	return token
+}
+
+// serviceAccount is serviceAccountToken that also returns the ServiceAccount, for bindings.
+func (h *harness) serviceAccount(name string, clusterAdmin bool) (rbacv1.Subject, string) {
+	h.t.Helper()
 	ns := cp.NewNamespace(h.t, "remote-")
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	h.g.Expect(cp.Client.Create(h.ctx, sa)).To(Succeed())
@@ -36,7 +44,7 @@ func (h *harness) serviceAccountToken(name string, clusterAdmin bool) string {
 	h.g.Expect(err).NotTo(HaveOccurred())
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(h.ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	h.g.Expect(err).NotTo(HaveOccurred())
-	return tr.Status.Token
+	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}, tr.Status.Token
 }
 
 // kubeconfig is a kubeconfig for the test cluster with a bearer token.
@@ -173,5 +181,65 @@ func TestManagedEnvironmentProblemsAreReported(t *testing.T) {
 	h.g.Eventually(h.connection(env), eventually, poll).Should(HaveField("Message", ContainSubstring(`Secret "later-secret" (spec.credentialsSecret) does not exist`)))
 	h.g.Expect(cp.Client.Create(h.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "later-secret", Namespace: h.tenant},
 		Type: v1.ManagedEnvironmentSecretType, Data: map[string][]byte{"kubeconfig": good}})).To(Succeed())
+	h.g.Eventually(h.connection(env), eventually, poll).Should(HaveField("Status", metav1.ConditionTrue))
+}
+
+// namespacedKindsBut lists every namespaced resource of the test cluster that can be
+// listed, except those named in but.
+func namespacedKindsBut(h *harness, but ...string) []rbacv1.PolicyRule {
+	h.t.Helper()
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	lists, err := cs.Discovery().ServerPreferredNamespacedResources()
+	h.g.Expect(err).NotTo(HaveOccurred())
+	var rules []rbacv1.PolicyRule
+	for _, list := range lists {
+		group, _, found := strings.Cut(list.GroupVersion, "/")
+		if !found {
+			group = ""
+		}
+		for _, r := range list.APIResources {
+			if !strings.Contains(r.Name, "/") && !slices.Contains(but, r.Name) {
+				rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{r.Name}, Verbs: []string{"*"}})
+			}
+		}
+	}
+	return rules
+}
+
+// A token that may do everything in its namespace but list one kind "connects" to a cluster
+// where Argo CD then cannot deploy (its cluster cache lists every kind): the check names
+// the kind, and the environment connects once the token may list it.
+func TestManagedEnvironmentNamesTheKindsItsTokenMayNotWatch(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	target := cp.NewNamespace(h.t, "target-")
+	rules := append(namespacedKindsBut(h, "podtemplates"),
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}})
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: target}, Rules: rules}
+	h.g.Expect(cp.Client.Create(h.ctx, role)).To(Succeed())
+	sa, token := h.serviceAccount("deployer", false)
+	h.g.Expect(cp.Client.Create(h.ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: target},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "deployer"},
+		Subjects:   []rbacv1.Subject{sa},
+	})).To(Succeed())
+	env := h.newEnvironment("namespace-admin", v1.ManagedEnvironmentSecretType, map[string][]byte{"kubeconfig": kubeconfig(cp.Config.Host, token)},
+		func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.Namespaces = []string{target} })
+
+	h.g.Eventually(h.connection(env), eventually, poll).Should(And(
+		HaveField("Status", metav1.ConditionFalse),
+		HaveField("Reason", string(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials)),
+		HaveField("Message", ContainSubstring(`may not list and watch podtemplates in namespace %q`, target)),
+	))
+	h.g.Expect(h.connection(env)().Message).NotTo(ContainSubstring("configmaps"), "only what is missing is named")
+
+	// Granted, and the Secret touched: it connects.
+	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"podtemplates"}, Verbs: []string{"list", "watch"}})
+	h.g.Expect(cp.Client.Update(h.ctx, role)).To(Succeed())
+	secret := &corev1.Secret{}
+	h.g.Expect(cp.Client.Get(h.ctx, client.ObjectKey{Namespace: h.tenant, Name: env.Spec.ClusterCredentialsSecret}, secret)).To(Succeed())
+	secret.Labels = map[string]string{"touched": "yes"}
+	h.g.Expect(cp.Client.Update(h.ctx, secret)).To(Succeed())
 	h.g.Eventually(h.connection(env), eventually, poll).Should(HaveField("Status", metav1.ConditionTrue))
 }

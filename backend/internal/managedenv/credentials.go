@@ -152,9 +152,6 @@ func contextFor(cfg *clientcmdapi.Config, apiURL string) string {
 	return best
 }
 
-// Verify proves the credentials work before they are stored: it lists namespaces, or,
-// for a namespace-scoped environment, reads each of spec.namespaces (Argo CD watches them
-// all, and one it cannot read breaks the whole environment).
 // bound makes every call through cfg, the dial included, give up after timeout
 // (DefaultCheckTimeout when 0).
 func bound(cfg *rest.Config, timeout time.Duration) {
@@ -176,6 +173,11 @@ func isTimeout(err error) bool {
 		strings.Contains(msg, "TLS handshake timeout") || strings.Contains(msg, "context deadline exceeded")
 }
 
+// Verify proves the credentials work before they are stored: it lists namespaces, or,
+// for a namespace-scoped environment, reads each of spec.namespaces (Argo CD watches them
+// all, and one it cannot read breaks the whole environment). Then it checks that they may
+// list and watch every kind Argo CD watches there: without that, Argo CD's cluster cache
+// fails and nothing deploys, however well the connection itself works.
 func Verify(ctx context.Context, conn *Connection, namespaces []string) error {
 	cs, err := kubernetes.NewForConfig(conn.Config)
 	if err != nil {
@@ -185,11 +187,32 @@ func Verify(ctx context.Context, conn *Connection, namespaces []string) error {
 		if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 			return verifyErr(conn, err, "")
 		}
-		return nil
 	}
 	for _, ns := range namespaces {
 		if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
 			return verifyErr(conn, err, ns)
+		}
+	}
+	kinds, err := watchedKinds(cs.Discovery())
+	if err != nil {
+		return verifyErr(conn, err, "")
+	}
+	if len(namespaces) == 0 {
+		missing, err := missingClusterWide(ctx, cs, kinds)
+		if err != nil {
+			return verifyErr(conn, err, "")
+		}
+		if len(missing) > 0 {
+			return permissionsErr(missing, "")
+		}
+	}
+	for _, ns := range namespaces {
+		missing, err := missingInNamespace(ctx, cs, ns, kinds)
+		if err != nil {
+			return verifyErr(conn, err, ns)
+		}
+		if len(missing) > 0 {
+			return permissionsErr(missing, ns)
 		}
 	}
 	return nil
