@@ -1,8 +1,11 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,10 +14,12 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +28,7 @@ import (
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	toolchain "github.com/gitops-service/gitops-service/api/toolchain/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/app"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/provisioner"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
 
@@ -39,6 +45,11 @@ func TestMain(m *testing.M) {
 	// stand-in for the Application Service's Application CRD (testdata/crd) for the
 	// binding-application-gc tests.
 	if err := installToolchain(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = cp.Stop()
+		os.Exit(1)
+	}
+	if err := installDeployerRole(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		_ = cp.Stop()
 		os.Exit(1)
@@ -63,6 +74,28 @@ func installToolchain() error {
 		return fmt.Errorf("installing the toolchain and testdata CRDs: %w", err)
 	}
 	return nil
+}
+
+// installDeployerRole creates the ClusterRole that the namespace provisioner grants, as
+// manifests/base/appstudio-controller/rbac.yaml installs it.
+func installDeployerRole() error {
+	data, err := os.ReadFile(filepath.Join("..", "..", "manifests", "base", "appstudio-controller", "rbac.yaml"))
+	if err != nil {
+		return err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		role := &rbacv1.ClusterRole{}
+		if err := dec.Decode(role); err != nil {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("manifests/base/appstudio-controller/rbac.yaml has no ClusterRole %s", provisioner.DeployerRole)
+			}
+			return err
+		}
+		if role.Kind == "ClusterRole" && role.Name == provisioner.DeployerRole {
+			return cp.Client.Create(context.Background(), role)
+		}
+	}
 }
 
 const (

@@ -52,6 +52,9 @@ func TestNamespaceProvisionerDelete(t *testing.T) {
 	h.g.Expect(sa.Create(h.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "cm"}})).To(Succeed())
 	err = sa.Create(h.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "cm"}})
 	h.g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	// Argo CD lists and watches every namespaced kind there, podtemplates included (which
+	// the built-in admin role leaves out).
+	h.g.Expect(sa.List(h.ctx, &corev1.PodTemplateList{}, client.InNamespace(target))).To(Succeed())
 
 	// An Environment on the claim deploys through the provisioned credentials.
 	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "ephemeral"}, Spec: appstudio.EnvironmentSpec{

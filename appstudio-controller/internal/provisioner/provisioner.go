@@ -1,11 +1,15 @@
 // Package provisioner is the built-in DeploymentTarget provisioner "appstudio.redhat.com/namespace":
 // for a DeploymentTargetClaim that the binder marked for it (annotation
 // provisioner.appstudio.redhat.com/dt-provisioner), it creates a namespace on this cluster, a
-// ServiceAccount with admin rights in that namespace only, the ServiceAccount's token Secret,
+// ServiceAccount with every right in that namespace only, the ServiceAccount's token Secret,
 // a kubeconfig Secret (type managed-gitops.redhat.com/managed-environment) in the claim's
 // namespace, and a DeploymentTarget pointing at them, pre-bound to the claim (the binder
 // completes the binding). When such a DeploymentTarget is deleted (reclaim policy Delete),
 // its namespace is deleted too; with Retain, everything is kept.
+//
+// The ServiceAccount is bound, in its namespace only, to the ClusterRole DeployerRole
+// (manifests/base/appstudio-controller/rbac.yaml): every verb on every kind. The built-in
+// admin role would not do: it leaves out kinds Argo CD must list and watch (podtemplates).
 package provisioner
 
 import (
@@ -37,8 +41,10 @@ const Name = "appstudio.redhat.com/namespace"
 // Names and labels of the provisioned objects.
 const (
 	ServiceAccountName = "deployer"
-	RoleBindingName    = "deployer-admin"
+	RoleBindingName    = "deployer"
 	TokenSecretName    = "deployer-token"
+	// DeployerRole is the ClusterRole the RoleBinding grants in the provisioned namespace.
+	DeployerRole = "gitops-service-namespace-deployer"
 	// LabelClaimUID on a provisioned namespace holds the UID of the claim it was made for;
 	// only namespaces with it are ever deleted by the provisioner.
 	LabelClaimUID = "provisioner.appstudio.redhat.com/claim-uid"
@@ -85,9 +91,9 @@ type ClaimReconciler struct {
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=create
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=create
-// The provisioned RoleBinding grants the built-in "admin" ClusterRole; bind on it avoids
-// holding every permission of admin ourselves (RBAC escalation check).
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=admin
+// The provisioned RoleBinding grants DeployerRole; bind on it avoids holding its permissions
+// ourselves (RBAC escalation check).
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=gitops-service-namespace-deployer
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller.
@@ -106,15 +112,25 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Client.Get(ctx, req.NamespacedName, dtc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if dtc.Annotations[appstudio.AnnTargetProvisioner] != Name || dtc.Spec.TargetName != "" || !dtc.DeletionTimestamp.IsZero() {
+	if dtc.Annotations[appstudio.AnnTargetProvisioner] != Name || !dtc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	nsName, dtName := Names(dtc)
 	dt := &appstudio.DeploymentTarget{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: dtc.Namespace, Name: dtName}, dt); err == nil {
-		return ctrl.Result{}, r.ownSecret(ctx, dt) // provisioned; the binder binds it
+		// Provisioned (the binder binds it). A target provisioned by an earlier release
+		// gets the current grant.
+		if dt.DeletionTimestamp.IsZero() {
+			if err := r.ensure(ctx, deployerBinding(nsName)); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		return ctrl.Result{}, r.ownSecret(ctx, dt)
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
+	}
+	if dtc.Spec.TargetName != "" {
+		return ctrl.Result{}, nil // bound to another target
 	}
 
 	if err := r.ensure(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName,
@@ -124,11 +140,7 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.ensure(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: ServiceAccountName}}); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.ensure(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: RoleBindingName},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: nsName, Name: ServiceAccountName}},
-	}); err != nil {
+	if err := r.ensure(ctx, deployerBinding(nsName)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.ensure(ctx, &corev1.Secret{
@@ -181,6 +193,15 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		r.Recorder.Eventf(dtc, corev1.EventTypeNormal, "Provisioned", "Provisioned DeploymentTarget %s for namespace %s", dtName, nsName)
 	}
 	return ctrl.Result{}, nil
+}
+
+// deployerBinding grants the provisioned ServiceAccount DeployerRole in its namespace.
+func deployerBinding(namespace string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: RoleBindingName},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: DeployerRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: ServiceAccountName}},
+	}
 }
 
 // ownSecret makes the target own its kubeconfig Secret, so that the Secret goes with it.
