@@ -10,6 +10,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -113,7 +115,7 @@ var _ = Describe("The examples", func() {
 		Expect(binding.Spec.Snapshot).To(Equal("hello-snapshot-2"))
 	})
 
-	It("appstudio/deployment-target-claim.yaml provisions a namespace the Environment connects to", func(ctx SpecContext) {
+	It("appstudio/deployment-target-claim.yaml provisions a namespace a binding deploys to, removed with the claim", func(ctx SpecContext) {
 		// The class is cluster-scoped: each run gets its own.
 		class := "namespace-on-this-cluster-" + ns
 		objs := applyExample(ctx, ns, filepath.Join("appstudio", "deployment-target-claim.yaml"), "namespace-on-this-cluster", class)
@@ -127,6 +129,32 @@ var _ = Describe("The examples", func() {
 		Eventually(Object(ctx, f.Client, env)).Should(HaveField("Status.Conditions", ContainElement(And(
 			HaveField("Type", v1.ManagedEnvironmentConditionConnectionInitializationSucceeded),
 			HaveField("Status", metav1.ConditionTrue)))))
+		Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+		target := &appstudio.DeploymentTarget{}
+		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim.Spec.TargetName}, target)).To(Succeed())
+		provisioned := target.Spec.KubernetesClusterCredentials.DefaultNamespace
+
+		// A Snapshot's component, bound to the Environment, deploys into the provisioned
+		// namespace through the provisioned ServiceAccount (Argo CD lists every kind there).
+		url, _ := examplesRepository(ns, nil)
+		applyExample(ctx, ns, filepath.Join("appstudio", "snapshot.yaml"))
+		applyExample(ctx, ns, filepath.Join("appstudio", "binding.yaml"), "environment: development", "environment: preview")
+		binding := &appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: "hello-development", Namespace: ns}}
+		patch, err := yaml.YAMLToJSON([]byte(strings.ReplaceAll(string(exampleFile(filepath.Join("appstudio", "binding-status.yaml"))), examplesRepoURL, url)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(f.Client.Status().Patch(ctx, binding, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
+		Eventually(ConfigMapData(ctx, f.Client, provisioned, "hello-component")).Should(HaveKey("greeting"))
+		Eventually(Object(ctx, f.Client, binding)).Should(HaveField("Status.ComponentDeploymentConditions", ContainElement(And(
+			HaveField("Type", appstudio.ComponentDeploymentConditionAllComponentsDeployed),
+			HaveField("Status", metav1.ConditionTrue)))))
+
+		// Deleting the claim (reclaim policy Delete) removes the namespace and what was
+		// deployed into it.
+		Expect(f.Client.Delete(ctx, claim)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(f.Client.Get(ctx, client.ObjectKey{Name: provisioned}, &corev1.Namespace{}))
+		}).Should(BeTrue(), "namespace %s is removed", provisioned)
+		Expect(apierrors.IsNotFound(f.Client.Get(ctx, client.ObjectKey{Namespace: provisioned, Name: "hello-component"}, &corev1.ConfigMap{}))).To(BeTrue())
 	})
 })
 
