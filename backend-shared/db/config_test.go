@@ -96,3 +96,34 @@ func TestBindFlags(t *testing.T) {
 	g.Expect(fs.Parse(strings.Fields("--database-url=postgres://x/y --database-max-conns=25 --database-allow-insecure"))).To(Succeed())
 	g.Expect(cfg).To(Equal(db.Config{URL: "postgres://x/y", MaxOpenConns: 25, AllowInsecure: true}))
 }
+
+// The help shows --database-url's default from the environment without its password.
+func TestDatabaseURLHelpHidesThePassword(t *testing.T) {
+	t.Setenv(db.EnvDatabaseURL, "postgres://gitops:s3cret-pw@db.example.com/gitops?sslmode=require")
+	g := g(t)
+	var cfg db.Config
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	cfg.BindFlags(fs)
+	var help strings.Builder
+	fs.SetOutput(&help)
+	fs.PrintDefaults()
+	g.Expect(help.String()).To(ContainSubstring("postgres://gitops:xxxxx@db.example.com/gitops?sslmode=require"))
+	g.Expect(help.String()).NotTo(ContainSubstring("s3cret-pw"))
+	g.Expect(cfg.URL).To(Equal("postgres://gitops:s3cret-pw@db.example.com/gitops?sslmode=require"), "the value itself is kept")
+}
+
+func TestRedactURL(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"postgres://u:pw@h/db?sslmode=require", "postgres://u:xxxxx@h/db?sslmode=require"},
+		{"postgres://u@h/db", "postgres://u@h/db"},
+		{"postgres://h/db?password=pw&sslmode=require", "postgres://h/db?password=xxxxx&sslmode=require"},
+		{"host=h user=u password=pw sslmode=require", "host=h user=u password=xxxxx sslmode=require"},
+		{"host=h password = 'p w\\'x' sslmode=require", "host=h password = xxxxx sslmode=require"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		if got := db.RedactURL(c.in); got != c.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -47,19 +49,53 @@ type Config struct {
 // BindFlags registers --database-url (default from $GITOPS_DATABASE_URL),
 // --database-max-conns and --database-allow-insecure.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	url := c.URL
-	if url == "" {
-		url = os.Getenv(EnvDatabaseURL)
+	def := c.URL
+	if def == "" {
+		def = os.Getenv(EnvDatabaseURL)
 	}
 	maxConns := c.MaxOpenConns
 	if maxConns == 0 {
 		maxConns = DefaultMaxOpenConns
 	}
-	fs.StringVar(&c.URL, "database-url", url,
+	c.URL = def
+	fs.Var(urlFlag{&c.URL}, "database-url",
 		"PostgreSQL connection URL (default $"+EnvDatabaseURL+"); must use sslmode=require, verify-ca or verify-full")
 	fs.IntVar(&c.MaxOpenConns, "database-max-conns", maxConns, "maximum number of open database connections")
 	fs.BoolVar(&c.AllowInsecure, "database-allow-insecure", c.AllowInsecure,
 		"allow a connection without TLS to a loopback database (development only)")
+}
+
+// urlFlag is the --database-url flag: help prints its default (from the environment)
+// with the password masked.
+type urlFlag struct{ url *string }
+
+func (f urlFlag) String() string {
+	if f.url == nil {
+		return ""
+	}
+	return RedactURL(*f.url)
+}
+
+func (f urlFlag) Set(s string) error { *f.url = s; return nil }
+
+// Type names the value in command-line help, as a plain string flag's.
+func (urlFlag) Type() string { return "string" }
+
+// passwordSetting is the password of a keyword/value connection string.
+var passwordSetting = regexp.MustCompile(`(?i)(password\s*=\s*)('(\\.|[^'])*'|\S+)`)
+
+// RedactURL masks the password of a connection URL (postgres://user:password@host/db) or
+// keyword/value string (host=h password=secret).
+func RedactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" {
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	return passwordSetting.ReplaceAllString(s, "${1}xxxxx")
 }
 
 // ConnConfig parses URL and enforces the TLS policy. Its errors never contain the password.
