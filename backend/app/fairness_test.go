@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/pem"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -49,27 +50,37 @@ func stallingListener(t *testing.T) string {
 }
 
 // One tenant's cluster and Git server that accept connections and never answer do not
-// delay another tenant's checks; they end, after the configured timeout, in a condition
-// that says so.
+// delay another tenant's checks, even when that tenant has more hanging objects than there
+// are workers; they end, after the configured timeout, in a condition that says so.
 func TestSlowTenantDoesNotDelayOthers(t *testing.T) {
 	t.Parallel()
-	const timeout = 5 * time.Second
+	const (
+		timeout = 5 * time.Second
+		workers = 4
+	)
 	srv := gitServer(t)
 	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	a := startBackend(t, func(o *app.Options) {
 		o.RepositoryCABundle = caBundle
 		o.ClusterCheckTimeout, o.RepositoryCheckTimeout = timeout, timeout
-		o.MaxConcurrentReconciles = 4 // each of A's hanging resources holds one worker until its timeout
+		o.MaxConcurrentReconciles = workers // each hanging check holds a worker until its timeout
 	})
 	b := a.asOther()
 
-	// Tenant A: a cluster and a Git server that hang.
+	// Tenant A: a cluster and a Git server that hang, with as many environments and
+	// credentials as there are workers.
 	clusterURL := "https://" + stallingListener(t)
 	repoURL := "https://" + stallingListener(t) + "/repo.git"
 	slowEnv := a.newEnvironment("hanging", v1.ManagedEnvironmentSecretType,
 		map[string][]byte{"kubeconfig": kubeconfig(clusterURL, "a-token")},
 		func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.APIURL = clusterURL })
 	slowCred := a.newRepositoryCredential("hanging-git", repoURL, v1.RepositoryCredentialSecretType, basicAuth(gitUser, "a-secret-password"))
+	for i := range workers {
+		a.newEnvironment(fmt.Sprintf("hanging-%d", i), v1.ManagedEnvironmentSecretType,
+			map[string][]byte{"kubeconfig": kubeconfig(clusterURL, "a-token")},
+			func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.APIURL = clusterURL })
+		a.newRepositoryCredential(fmt.Sprintf("hanging-git-%d", i), repoURL, v1.RepositoryCredentialSecretType, basicAuth(gitUser, "a-secret-password"))
+	}
 	sshURL := "ssh://git@" + stallingListener(t) + "/repo.git"
 	key, _ := sshKey(t)
 	slowSSH := a.newRepositoryCredential("hanging-ssh", sshURL, v1.RepositoryCredentialSecretType,
@@ -89,17 +100,20 @@ func TestSlowTenantDoesNotDelayOthers(t *testing.T) {
 	a.g.Expect(a.repoCondition(slowCred, v1.RepositoryCredentialConditionValidRepositoryUrl)()).To(BeNil(), "A's credential is still being checked")
 
 	// A's end in a timeout condition that names the address and the bound, and no secret.
-	a.g.Eventually(a.connection(slowEnv), eventually, poll).Should(And(
+	// They take their turns: a tenant holds at most a quarter of the workers (here one), so
+	// A's six credentials take six timeouts.
+	patience := 7 * timeout
+	a.g.Eventually(a.connection(slowEnv), patience, poll).Should(And(
 		HaveField("Status", metav1.ConditionFalse),
 		HaveField("Reason", string(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials)),
 		HaveField("Message", ContainSubstring("the cluster at "+clusterURL+" did not answer within 5s")),
 		HaveField("Message", Not(ContainSubstring("a-token")))))
-	a.g.Eventually(a.repoCondition(slowCred, v1.RepositoryCredentialConditionValidRepositoryUrl), eventually, poll).Should(And(
+	a.g.Eventually(a.repoCondition(slowCred, v1.RepositoryCredentialConditionValidRepositoryUrl), patience, poll).Should(And(
 		HaveField("Status", metav1.ConditionFalse),
 		HaveField("Reason", v1.RepositoryCredentialReasonInvalidRepositoryUrl),
 		HaveField("Message", ContainSubstring("the Git server of repository "+repoURL+" did not answer within 5s")),
 		HaveField("Message", Not(ContainSubstring("a-secret-password")))))
-	a.g.Eventually(a.repoCondition(slowSSH, v1.RepositoryCredentialConditionValidRepositoryUrl), eventually, poll).Should(And(
+	a.g.Eventually(a.repoCondition(slowSSH, v1.RepositoryCredentialConditionValidRepositoryUrl), patience, poll).Should(And(
 		HaveField("Status", metav1.ConditionFalse),
 		HaveField("Message", ContainSubstring("the Git server of repository "+sshURL+" did not answer within 5s")),
 		HaveField("Message", Not(ContainSubstring("PRIVATE KEY")))))

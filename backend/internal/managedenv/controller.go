@@ -31,6 +31,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+	"github.com/gitops-service/gitops-service/backend/internal/tenantcap"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
 
@@ -77,6 +78,8 @@ const DefaultCheckTimeout = 10 * time.Second
 // SetupWithManager registers the controller; a change of a referenced Secret re-reconciles
 // the environments that use it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	// Each tenant's checks hold at most a quarter of the workers.
+	limiter := tenantcap.Limit(r, tenantcap.PerTenant(r.MaxConcurrentReconciles))
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeploymentManagedEnvironment{}, SecretIndex, func(o client.Object) []string {
 		return []string{o.(*v1.GitOpsDeploymentManagedEnvironment).Spec.ClusterCredentialsSecret}
 	}); err != nil {
@@ -86,9 +89,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&v1.GitOpsDeploymentManagedEnvironment{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentManagedEnvironmentList{} }, SecretIndex))).
 		WatchesRawSource(r.Queue.Source()).
+		WatchesRawSource(limiter.Source()).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("gitopsdeploymentmanagedenvironment").
-		Complete(r)
+		Complete(limiter)
 }
 
 // Reconcile connects a ManagedEnvironment, or removes what is left of a deleted one.

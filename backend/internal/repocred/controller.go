@@ -28,6 +28,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+	"github.com/gitops-service/gitops-service/backend/internal/tenantcap"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
 
@@ -78,6 +79,8 @@ type Reconciler struct {
 // SetupWithManager registers the controller; a change of a referenced Secret re-reconciles
 // the credentials that use it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	// Each tenant's checks hold at most a quarter of the workers.
+	limiter := tenantcap.Limit(r, tenantcap.PerTenant(r.MaxConcurrentReconciles))
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeploymentRepositoryCredential{}, SecretIndex, func(o client.Object) []string {
 		return []string{o.(*v1.GitOpsDeploymentRepositoryCredential).Spec.Secret}
 	}); err != nil {
@@ -86,9 +89,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentRepositoryCredential{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentRepositoryCredentialList{} }, SecretIndex))).
+		WatchesRawSource(limiter.Source()).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("gitopsdeploymentrepositorycredential").
-		Complete(r)
+		Complete(limiter)
 }
 
 // Reconcile validates and stores a RepositoryCredential, or removes what is left of a
