@@ -3,6 +3,7 @@ package repocred
 import (
 	"context"
 	"errors"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/memory"
 	stdssh "golang.org/x/crypto/ssh"
+	"golang.org/x/net/proxy"
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -104,14 +106,18 @@ func Verify(ctx context.Context, repository string, creds *Credentials, caBundle
 		// Public-key authentication does not reveal the key to the server, and Argo CD checks
 		// host keys itself when it clones; this listing only proves the key is accepted.
 		keys.HostKeyCallback = stdssh.InsecureIgnoreHostKey() //nolint:gosec // see above
-		auth = dialTimeout{keys, timeout}
+		auth = keys
 	} else {
 		auth = &githttp.BasicAuth{Username: string(creds.Username), Password: string(creds.Password)}
 	}
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{repository}})
-	_, err = listContext(lctx, remote, &git.ListOptions{Auth: auth, CABundle: caBundle})
+	opts := &git.ListOptions{Auth: auth, CABundle: caBundle}
+	if u.Scheme == "ssh" {
+		opts.ProxyOptions = deadlineProxy(timeout)
+	}
+	_, err = listContext(lctx, remote, opts)
 	switch {
 	case err != nil && ctx.Err() == nil && lctx.Err() != nil:
 		return problem(v1.RepositoryCredentialReasonInvalidRepositoryUrl,
@@ -174,16 +180,38 @@ func listContext(ctx context.Context, remote *git.Remote, o *git.ListOptions) ([
 	}
 }
 
-// dialTimeout bounds the SSH transport's dial, which does not watch the listing's context.
-type dialTimeout struct {
-	*gitssh.PublicKeys
-	timeout time.Duration
+// deadlineScheme names a "proxy" that dials directly and gives the connection a deadline.
+// go-git's SSH transport watches no context after the dial: a server that accepts and then
+// stalls in the handshake would keep the connection, and a goroutine, until TCP gives up.
+// Its proxy option is the one hook it offers into the dial.
+const deadlineScheme = "gitops-service-deadline"
+
+func init() {
+	proxy.RegisterDialerType(deadlineScheme, func(u *url.URL, _ proxy.Dialer) (proxy.Dialer, error) {
+		timeout, err := time.ParseDuration(u.Query().Get("timeout"))
+		return deadlineDialer{timeout}, err
+	})
 }
 
-func (a dialTimeout) ClientConfig() (*stdssh.ClientConfig, error) {
-	c, err := a.PublicKeys.ClientConfig()
-	if err == nil {
-		c.Timeout = a.timeout
+// deadlineProxy is the proxy option that ends an SSH connection after timeout.
+func deadlineProxy(timeout time.Duration) transport.ProxyOptions {
+	return transport.ProxyOptions{URL: deadlineScheme + "://direct?timeout=" + timeout.String()}
+}
+
+type deadlineDialer struct{ timeout time.Duration }
+
+func (d deadlineDialer) Dial(network, addr string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, addr)
+}
+
+func (d deadlineDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := (&net.Dialer{Timeout: d.timeout}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	if err := conn.SetDeadline(time.Now().Add(d.timeout)); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
