@@ -74,7 +74,7 @@ func (h *harness) signalled(op db.Operation) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(sig.CRCreated).To(BeTrue())
 		cr := &v1.Operation{}
-		g.Expect(cp.Client.Get(h.ctx, keyOf(h.engine, "operation-"+sig.OperationID), cr)).To(Succeed())
+		g.Expect(cp.Client.Get(h.ctx, keyOf(h.engine, v1.OperationName(sig.OperationID)), cr)).To(Succeed())
 		g.Expect(cr.Spec.OperationID).To(Equal(sig.OperationID))
 	}, eventually, poll).Should(Succeed())
 }
@@ -135,7 +135,7 @@ func TestDeploymentBecomesApplicationRowAndOperation(t *testing.T) {
 	h.g.Expect(ops[0].GCExpirationSeconds).To(Equal(60), "the harness's --operation-retention")
 	cr := &v1.Operation{}
 	h.g.Eventually(func() error {
-		return cp.Client.Get(h.ctx, keyOf(h.engine, "operation-"+ops[0].ID), cr)
+		return cp.Client.Get(h.ctx, keyOf(h.engine, v1.OperationName(ops[0].ID)), cr)
 	}, eventually, poll).Should(Succeed())
 	h.g.Expect(cr.Spec.OperationID).To(Equal(ops[0].ID))
 

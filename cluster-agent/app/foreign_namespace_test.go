@@ -12,7 +12,6 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 )
 
 // A tenant that creates an Operation CR in its own namespace, naming a real waiting
@@ -35,7 +34,7 @@ func TestIgnoresOperationCRsOutsideTheEngineNamespace(t *testing.T) {
 	created := e.operation(op.ID)
 
 	forged := &v1.Operation{
-		ObjectMeta: metav1.ObjectMeta{Name: operation.CRName(op.ID), Namespace: attackerNS},
+		ObjectMeta: metav1.ObjectMeta{Name: v1.OperationName(op.ID), Namespace: attackerNS},
 		Spec:       v1.OperationSpec{OperationID: op.ID},
 	}
 	g.Expect(e.c.Create(e.ctx, forged)).To(Succeed())

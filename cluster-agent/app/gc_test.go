@@ -17,7 +17,6 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	agent "github.com/gitops-service/gitops-service/cluster-agent/app"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/opgc"
 )
 
@@ -59,7 +58,7 @@ func TestOperationGarbageCollection(t *testing.T) {
 
 	crGone := func(id string) func() bool {
 		return func() bool {
-			err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(id)}, &v1.Operation{})
+			err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: v1.OperationName(id)}, &v1.Operation{})
 			return apierrors.IsNotFound(err)
 		}
 	}
@@ -73,7 +72,7 @@ func TestOperationGarbageCollection(t *testing.T) {
 
 	g.Consistently(func(g Gomega) {
 		g.Expect(e.store.GetOperation(e.ctx, e.db, kept.ID)).NotTo(BeNil())
-		g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(kept.ID)}, &v1.Operation{})).To(Succeed())
+		g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: v1.OperationName(kept.ID)}, &v1.Operation{})).To(Succeed())
 	}, time.Second, interval).Should(Succeed())
 	found, err := opgc.ExistingOperationIDs(e.ctx, e.db, []string{kept.ID, expiring.ID, orphanID})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -103,7 +102,7 @@ func TestOperationsWithoutACRAreCollected(t *testing.T) {
 		Where("id = ?", signalled.ID).Exec(e.ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(signalled.ID)}, &v1.Operation{}))
+		return apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: v1.OperationName(signalled.ID)}, &v1.Operation{}))
 	}, timeout, interval).Should(BeTrue())
 	g.Eventually(func() (map[string]bool, error) {
 		return opgc.ExistingOperationIDs(e.ctx, e.db, append(under, signalled.ID))

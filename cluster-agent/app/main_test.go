@@ -31,7 +31,6 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	agent "github.com/gitops-service/gitops-service/cluster-agent/app"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 )
 
 // One control plane (no controller-manager: no test needs garbage collection) and one
@@ -219,7 +218,7 @@ func (e *env) signal(resourceType db.OperationResourceType, resourceID, tenantID
 func (e *env) createCR(operationID string) *v1.Operation {
 	e.t.Helper()
 	cr := &v1.Operation{
-		ObjectMeta: metav1.ObjectMeta{Name: operation.CRName(operationID), Namespace: e.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: v1.OperationName(operationID), Namespace: e.ns},
 		Spec:       v1.OperationSpec{OperationID: operationID},
 	}
 	e.g().Expect(e.c.Create(e.ctx, cr)).To(Succeed())
@@ -245,7 +244,7 @@ func (e *env) finished(id string) *db.Operation {
 		g.Expect(op.State.Finished()).To(BeTrue(), "operation state %s: %s", op.State, op.HumanReadableState)
 	}, timeout, interval).Should(Succeed())
 	cr := &v1.Operation{}
-	if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(id)}, cr); err == nil {
+	if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: v1.OperationName(id)}, cr); err == nil {
 		e.g().Expect(cr.Status).To(Equal(v1.OperationStatus{}), "the status of Operation %s", cr.Name)
 	}
 	return op

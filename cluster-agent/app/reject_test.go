@@ -12,7 +12,6 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 )
 
 func TestRejectsOperationsThatAreNotTheInstances(t *testing.T) {
@@ -72,7 +71,7 @@ func (e *env) rejected(operationID string) *v1.Operation {
 	e.t.Helper()
 	cr := &v1.Operation{}
 	e.g().Eventually(func(g Gomega) {
-		g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: operation.CRName(operationID)}, cr)).To(Succeed())
+		g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: v1.OperationName(operationID)}, cr)).To(Succeed())
 		g.Expect(cr.Status.State).To(Equal(v1.OperationStateFailed))
 		g.Expect(cr.Status.Message).To(HavePrefix("rejected: "))
 	}, timeout, interval).Should(Succeed())

@@ -84,3 +84,7 @@ type OperationList struct {
 func init() {
 	SchemeBuilder.Register(&Operation{}, &OperationList{})
 }
+
+// OperationName is the name of the Operation CR that signals row operationID: the backend
+// creates it by this name and the cluster-agent finds the row by it.
+func OperationName(operationID string) string { return "operation-" + operationID }

@@ -108,7 +108,7 @@ func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, operation
 		return err
 	}
 	cr := &managedgitopsv1alpha1.Operation{
-		ObjectMeta: metav1.ObjectMeta{Name: CRName(operationID), Namespace: engine.NamespaceName},
+		ObjectMeta: metav1.ObjectMeta{Name: managedgitopsv1alpha1.OperationName(operationID), Namespace: engine.NamespaceName},
 		Spec:       managedgitopsv1alpha1.OperationSpec{OperationID: operationID},
 	}
 	if err := cl.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -117,9 +117,6 @@ func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, operation
 	}
 	return s.Store.MarkSignalCRCreated(ctx, s.DB, engine.ID, operationID)
 }
-
-// CRName is the name of an operation's CR.
-func CRName(operationID string) string { return "operation-" + operationID }
 
 // PendingStore is the part of the database Outstanding reads.
 type PendingStore interface {

@@ -73,9 +73,6 @@ const (
 	signalFullLookEvery = 20
 )
 
-// CRName is the name of an operation's CR.
-func CRName(operationID string) string { return "operation-" + operationID }
-
 // Request is the controller's work item. Normally it names a resource (the row an
 // operation is about), so that concurrent operations on it collapse into one reconcile.
 // Signal asks to take the engine instance's signal. An Operation CR that could not be

@@ -17,7 +17,6 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/periodic"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 )
 
 // Defaults of the collector.
@@ -121,10 +120,10 @@ func (c *Collector) collectBatch(ctx context.Context, batch int, collected, pres
 		n = len(ops)
 		for _, op := range ops {
 			collected[op.ID] = true
-			if op.EngineInstanceID != c.Identity.InstanceID || !present[operation.CRName(op.ID)] {
+			if op.EngineInstanceID != c.Identity.InstanceID || !present[v1.OperationName(op.ID)] {
 				continue
 			}
-			if err := c.deleteCR(ctx, operation.CRName(op.ID)); err != nil {
+			if err := c.deleteCR(ctx, v1.OperationName(op.ID)); err != nil {
 				return err
 			}
 		}
@@ -157,7 +156,7 @@ func (c *Collector) sweepOrphans(ctx context.Context, list *v1.OperationList, co
 			}
 			continue
 		}
-		if collected[id] && cr.Name == operation.CRName(id) {
+		if collected[id] && cr.Name == v1.OperationName(id) {
 			continue // deleted with its row in this run
 		}
 		if _, seen := names[id]; !seen {

@@ -45,7 +45,6 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/periodic"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 )
 
 // Defaults of the sweep.
@@ -534,7 +533,7 @@ func (s *Sweeper) sweepOperations(ctx context.Context, res *Result) error {
 
 func (s *Sweeper) createCR(ctx context.Context, id string) error {
 	cr := &v1.Operation{
-		ObjectMeta: metav1.ObjectMeta{Name: operation.CRName(id), Namespace: s.Identity.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: v1.OperationName(id), Namespace: s.Identity.Namespace},
 		Spec:       v1.OperationSpec{OperationID: id},
 	}
 	if err := s.Client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
