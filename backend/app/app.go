@@ -280,7 +280,15 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	if err := mgr.AddReadyzCheck("notifications", listener.ReadyCheck); err != nil {
 		return err
 	}
-	if err := ctrlmetrics.Registry.Register(&metrics.Collector{DB: database, Log: log.WithName("metrics")}); err != nil {
+	leading := func() bool {
+		select {
+		case <-mgr.Elected():
+			return true
+		default:
+			return false
+		}
+	}
+	if err := ctrlmetrics.Registry.Register(&metrics.Collector{DB: database, Log: log.WithName("metrics"), Leading: leading}); err != nil {
 		// A second backend in one process (tests) registers once.
 		var already prometheus.AlreadyRegisteredError
 		if !errors.As(err, &already) {

@@ -61,6 +61,10 @@ func ObserveStatusPropagation(writtenAt time.Time) {
 type Collector struct {
 	DB  bun.IDB
 	Log logr.Logger
+	// Leading reports whether this replica is the leader (nil: always). The gauges count
+	// the whole database, so only the leader exports them: with several replicas, a sum
+	// over them would otherwise count every row once per replica.
+	Leading func() bool
 }
 
 // Describe implements prometheus.Collector.
@@ -74,6 +78,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	if c.Leading != nil && !c.Leading() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var apps int

@@ -140,3 +140,15 @@ gitops_deployments{health_status="Suspended",sync_status="Unknown"} 0
 gitops_deployments{health_status="Unknown",sync_status="Unknown"} 1
 `), "gitops_deployments")).To(Succeed())
 }
+
+// The gauges count the whole database: a replica that is not the leader exports none, so
+// that with several replicas each row is counted once.
+func TestOnlyTheLeaderExportsTheGauges(t *testing.T) {
+	g := NewWithT(t)
+	leading := false
+	c := &Collector{DB: dbtest.NewDB(t), Log: testr.New(t), Leading: func() bool { return leading }}
+	g.Expect(testutil.CollectAndCount(c)).To(BeZero())
+	leading = true
+	g.Expect(testutil.CollectAndCount(c, "gitops_backend_applications")).To(Equal(1))
+	g.Expect(testutil.CollectAndCount(c, "gitops_backend_operations")).To(Equal(4))
+}
