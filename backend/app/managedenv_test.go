@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -149,6 +151,8 @@ func TestManagedEnvironmentProblemsAreReported(t *testing.T) {
 				e.Spec.Namespaces = []string{h.tenant, "no-such-namespace"}
 			},
 			reason: v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, message: `namespace "no-such-namespace" of spec.namespaces does not exist`},
+		{name: "no-ca", secretType: v1.ManagedEnvironmentSecretType, data: map[string][]byte{"kubeconfig": withoutCA(good)},
+			reason: v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, message: "signed by an unknown authority"},
 		{name: "bad-namespaces", secretType: v1.ManagedEnvironmentSecretType, data: map[string][]byte{"kubeconfig": good},
 			mutate: func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.Namespaces = []string{"Not_A_Namespace"} },
 			reason: v1.ManagedEnvironmentReasonInvalidNamespaceList, message: "not a valid namespace name"},
@@ -242,4 +246,24 @@ func TestManagedEnvironmentNamesTheKindsItsTokenMayNotWatch(t *testing.T) {
 	secret.Labels = map[string]string{"touched": "yes"}
 	h.g.Expect(cp.Client.Update(h.ctx, secret)).To(Succeed())
 	h.g.Eventually(h.connection(env), eventually, poll).Should(HaveField("Status", metav1.ConditionTrue))
+}
+
+// withoutCA is kubeconfig without its clusters' certificate authorities.
+func withoutCA(kubeconfig []byte) []byte {
+	return editKubeconfig(kubeconfig, func(c *clientcmdapi.Cluster) { c.CertificateAuthorityData = nil })
+}
+
+func editKubeconfig(kubeconfig []byte, edit func(*clientcmdapi.Cluster)) []byte {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range cfg.Clusters {
+		edit(c)
+	}
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		panic(err)
+	}
+	return data
 }

@@ -2,6 +2,8 @@ package managedenv
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -165,12 +167,22 @@ func bound(cfg *rest.Config, timeout time.Duration) {
 // isTimeout reports whether err is a dial, TLS handshake or request that ran out of time.
 func isTimeout(err error) bool {
 	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return true
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// certificateProblem reports whether err is the cluster's TLS certificate failing
+// verification, and whether because it is signed by an unknown authority.
+func certificateProblem(err error) (problem, unknownAuthority bool) {
+	var (
+		unknown  x509.UnknownAuthorityError
+		invalid  x509.CertificateInvalidError
+		hostname x509.HostnameError
+		verify   *tls.CertificateVerificationError
+	)
+	if errors.As(err, &unknown) {
+		return true, true
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "Client.Timeout exceeded") || strings.Contains(msg, "i/o timeout") ||
-		strings.Contains(msg, "TLS handshake timeout") || strings.Contains(msg, "context deadline exceeded")
+	return errors.As(err, &invalid) || errors.As(err, &hostname) || errors.As(err, &verify), false
 }
 
 // Verify proves the credentials work before they are stored: it lists namespaces, or,
@@ -229,8 +241,8 @@ func verifyErr(conn *Connection, err error, namespace string) error {
 			"the cluster at %s did not answer within %s: check spec.apiURL and that the cluster is reachable; retrying", host, conn.Config.Timeout)
 	}
 	// Unreachable, or a server error: the same credentials may work later.
-	if !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) &&
-		!strings.Contains(err.Error(), "certificate") {
+	if certificate, _ := certificateProblem(err); !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) &&
+		!apierrors.IsNotFound(err) && !certificate {
 		return outcome.TransientError(reason, jitter.Spread(TransientRetry), "%s; retrying", hint(err, namespace))
 	}
 	return outcome.UserError(reason, "%s", hint(err, namespace))
@@ -239,6 +251,7 @@ func verifyErr(conn *Connection, err error, namespace string) error {
 // namespace is the namespace of spec.namespaces that was read, "" for a cluster-wide
 // environment.
 func hint(err error, namespace string) string {
+	certificate, unknownAuthority := certificateProblem(err)
 	switch {
 	case apierrors.IsUnauthorized(err):
 		return "the cluster rejected the credentials (401 Unauthorized): the token may be expired or wrong"
@@ -248,9 +261,9 @@ func hint(err error, namespace string) string {
 		return "the credentials may not list namespaces (403 Forbidden): grant them cluster-wide access, or set spec.namespaces to the namespaces they may use"
 	case apierrors.IsNotFound(err) && namespace != "":
 		return fmt.Sprintf("namespace %q of spec.namespaces does not exist on the cluster", namespace)
-	case strings.Contains(err.Error(), "certificate signed by unknown authority"):
+	case unknownAuthority:
 		return "the cluster's TLS certificate is signed by an unknown authority: add its CA to the kubeconfig, or set spec.allowInsecureSkipTLSVerify"
-	case strings.Contains(err.Error(), "certificate"):
+	case certificate:
 		return "the cluster's TLS certificate could not be verified: check the kubeconfig's CA, or set spec.allowInsecureSkipTLSVerify"
 	}
 	return "the cluster could not be reached with the credentials: check spec.apiURL and that the cluster is reachable"

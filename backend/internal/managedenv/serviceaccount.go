@@ -289,6 +289,8 @@ func (in *installer) fail(err error, step, permission string) error {
 		ServiceAccountNamespace + ", ClusterRoles and ClusterRoleBindings (and Roles and RoleBindings in spec.namespaces), and grant " +
 		"the access they give (typically cluster-admin); or set createNewServiceAccount to false to use the Secret's credentials"
 	switch {
+	// RBAC's escalation check answers with a plain Forbidden; only its message tells it
+	// from a missing permission.
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "not currently held"):
 		return credErr(v1.ManagedEnvironmentReasonUnableToInstallServiceAccount,
 			"unable to %s on the target cluster (403 Forbidden): the credentials may not grant permissions they do not hold themselves "+

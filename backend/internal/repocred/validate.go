@@ -137,6 +137,8 @@ func Verify(ctx context.Context, repository string, creds *Credentials, caBundle
 	}
 }
 
+// isSSHAuthFailure reports whether the SSH handshake failed on authentication, which
+// x/crypto/ssh's client reports only in its message (it has no error type for it).
 func isSSHAuthFailure(err error) bool {
 	return strings.Contains(err.Error(), "unable to authenticate")
 }
