@@ -1,6 +1,7 @@
 package db
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"time"
@@ -117,6 +118,35 @@ func (s *Store) GetOrCreateEngineInstance(ctx context.Context, idb bun.IDB, ei *
 		return nil, fmt.Errorf("namespace %s is an engine instance of another engine cluster: %w", ei.NamespaceUID, ErrConflict)
 	}
 	return existing, nil
+}
+
+// RegisterEngineInstance gets or creates the engine cluster called cluster and the engine
+// instance of the namespace (identified by its UID: a re-created namespace is a new
+// instance), in one transaction. An instance already registered keeps its id and state.
+// ErrConflict if the namespace is registered on another engine cluster.
+func (s *Store) RegisterEngineInstance(ctx context.Context, idb bun.IDB, cluster, namespace, namespaceUID string) (*EngineCluster, *EngineInstance, error) {
+	var (
+		ec *EngineCluster
+		ei *EngineInstance
+	)
+	err := idb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if ec, err = s.GetOrCreateEngineCluster(ctx, tx, cluster, ""); err != nil {
+			return fmt.Errorf("registering engine cluster %q: %w", cluster, err)
+		}
+		ei, err = s.GetOrCreateEngineInstance(ctx, tx, &EngineInstance{EngineClusterID: ec.ID, NamespaceName: namespace, NamespaceUID: namespaceUID})
+		if errors.Is(err, ErrConflict) {
+			return fmt.Errorf("engine namespace %s (UID %s) is registered on another engine cluster: %w", namespace, namespaceUID, err)
+		}
+		if err != nil {
+			return fmt.Errorf("registering engine instance of namespace %q: %w", namespace, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return ec, ei, nil
 }
 
 // GetEngineInstance returns an engine instance by id.

@@ -77,3 +77,33 @@ func TestDeregisterEngineInstance(t *testing.T) {
 	g.Expect(f.store.DeregisterEngineInstance(f.ctx, f.db, f.instance.ID)).To(Succeed())
 	g.Expect(f.store.DeregisterEngineInstance(f.ctx, f.db, f.instance.ID)).To(MatchError(db.ErrNotFound))
 }
+
+// Registering is idempotent, keeps the instance's id and state, and refuses a namespace
+// already registered on another engine cluster without creating anything.
+func TestRegisterEngineInstance(t *testing.T) {
+	t.Parallel()
+	g, f := g(t), newFixture(t)
+	ctx, bdb, store := f.ctx, f.db, f.store
+	before, err := store.ListEngineClusters(ctx, bdb)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	cluster, ei, err := store.RegisterEngineInstance(ctx, bdb, "register-test", "argocd", "uid-register-test")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ei.EngineClusterID).To(Equal(cluster.ID))
+	g.Expect(ei.NamespaceName).To(Equal("argocd"))
+	ei.CapacityWeight = 7
+	g.Expect(store.UpdateEngineInstance(ctx, bdb, ei)).To(Succeed())
+
+	again, againInstance, err := store.RegisterEngineInstance(ctx, bdb, "register-test", "argocd", "uid-register-test")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.ID).To(Equal(cluster.ID))
+	g.Expect(againInstance.ID).To(Equal(ei.ID))
+	g.Expect(againInstance.CapacityWeight).To(Equal(7))
+
+	_, _, err = store.RegisterEngineInstance(ctx, bdb, "elsewhere", "argocd", "uid-register-test")
+	g.Expect(err).To(MatchError(db.ErrConflict))
+	g.Expect(err).To(MatchError(ContainSubstring(`engine namespace argocd (UID uid-register-test) is registered on another engine cluster`)))
+	clusters, err := store.ListEngineClusters(ctx, bdb)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(clusters).To(HaveLen(len(before)+1), "the refused registration created no engine cluster")
+}

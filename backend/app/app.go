@@ -320,15 +320,6 @@ func RegisterEngineInstance(ctx context.Context, reader client.Reader, idb bun.I
 	if err := reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		return fmt.Errorf("reading engine namespace %s: %w", namespace, err)
 	}
-	engineCluster, err := store.GetOrCreateEngineCluster(ctx, idb, cluster, "")
-	if err != nil {
-		return err
-	}
-	_, err = store.GetOrCreateEngineInstance(ctx, idb, &db.EngineInstance{
-		EngineClusterID: engineCluster.ID, NamespaceName: ns.Name, NamespaceUID: string(ns.UID),
-	})
-	if errors.Is(err, db.ErrConflict) {
-		return fmt.Errorf("engine namespace %s is registered with another UID or cluster: %w", namespace, err)
-	}
+	_, _, err := store.RegisterEngineInstance(ctx, idb, cluster, ns.Name, string(ns.UID))
 	return err
 }

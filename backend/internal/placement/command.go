@@ -259,17 +259,8 @@ func (c *Command) withDB(ctx context.Context, f func(bun.IDB) error) error {
 func Register(ctx context.Context, idb bun.IDB, store *db.Store, cluster, namespace, namespaceUID string, weight *int) (*db.EngineInstance, error) {
 	var ei *db.EngineInstance
 	err := idb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		engineCluster, err := store.GetOrCreateEngineCluster(ctx, tx, cluster, "")
-		if err != nil {
-			return err
-		}
-		ei, err = store.GetOrCreateEngineInstance(ctx, tx, &db.EngineInstance{
-			EngineClusterID: engineCluster.ID, NamespaceName: namespace, NamespaceUID: namespaceUID,
-		})
-		if errors.Is(err, db.ErrConflict) {
-			return fmt.Errorf("namespace %s (UID %s) is registered on another engine cluster: %w", namespace, namespaceUID, err)
-		}
-		if err != nil {
+		var err error
+		if _, ei, err = store.RegisterEngineInstance(ctx, tx, cluster, namespace, namespaceUID); err != nil {
 			return err
 		}
 		if weight == nil || ei.CapacityWeight == *weight {

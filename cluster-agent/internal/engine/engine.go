@@ -83,8 +83,7 @@ func (id Identity) Application(name, applicationID, tenantID string, spec argov1
 
 // Store is the part of the database registration uses.
 type Store interface {
-	GetOrCreateEngineCluster(ctx context.Context, idb bun.IDB, name, clusterCredentialsID string) (*db.EngineCluster, error)
-	GetOrCreateEngineInstance(ctx context.Context, idb bun.IDB, ei *db.EngineInstance) (*db.EngineInstance, error)
+	RegisterEngineInstance(ctx context.Context, idb bun.IDB, cluster, namespace, namespaceUID string) (*db.EngineCluster, *db.EngineInstance, error)
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
@@ -109,23 +108,15 @@ func Register(ctx context.Context, reader client.Reader, idb bun.IDB, store Stor
 		id.ServiceClusterAPIURL = argocd.NormalizeAPIURL(cfg.Host)
 	}
 	err := idb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		cluster, err := store.GetOrCreateEngineCluster(ctx, tx, opts.ClusterName, "")
+		cluster, instance, err := store.RegisterEngineInstance(ctx, tx, opts.ClusterName, ns.Name, string(ns.UID))
 		if err != nil {
-			return fmt.Errorf("registering engine cluster %q: %w", opts.ClusterName, err)
+			return err
 		}
 		if id.ServiceClusterAPIURL != "" && cluster.ClusterCredentialsID == "" {
 			// Without them the backend cannot signal this instance, and tenants placed on it
 			// would wait. Rolled back: nothing is registered.
 			return fmt.Errorf("engine cluster %q is not the service's cluster, but the backend has no credentials for it: "+
 				"run `backend engine-instances set-cluster-credentials --cluster %s --kubeconfig ...` first", opts.ClusterName, opts.ClusterName)
-		}
-		instance, err := store.GetOrCreateEngineInstance(ctx, tx, &db.EngineInstance{
-			EngineClusterID: cluster.ID,
-			NamespaceName:   ns.Name,
-			NamespaceUID:    string(ns.UID),
-		})
-		if err != nil {
-			return fmt.Errorf("registering engine instance of namespace %q: %w", ns.Name, err)
 		}
 		id.ClusterID = cluster.ID
 		id.InstanceID = instance.ID
