@@ -97,14 +97,7 @@ var _ = Describe("The examples", func() {
 		for _, file := range []string{"environment.yaml", "snapshot.yaml", "binding.yaml"} {
 			applyExample(ctx, ns, filepath.Join("appstudio", file))
 		}
-		binding := &appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: "hello-development", Namespace: ns}}
-		patch, err := yaml.YAMLToJSON([]byte(strings.ReplaceAll(string(exampleFile(filepath.Join("appstudio", "binding-status.yaml"))), examplesRepoURL, url)))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(f.Client.Status().Patch(ctx, binding, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
-		Eventually(ConfigMapData(ctx, f.Client, ns, "hello-component")).Should(HaveKey("greeting"))
-		Eventually(Object(ctx, f.Client, binding)).Should(HaveField("Status.ComponentDeploymentConditions", ContainElement(And(
-			HaveField("Type", appstudio.ComponentDeploymentConditionAllComponentsDeployed),
-			HaveField("Status", metav1.ConditionTrue)))))
+		binding := deployBindingExample(ctx, ns, url, ns)
 
 		applyExample(ctx, ns, filepath.Join("appstudio", "promotionrun.yaml"))
 		promotion := &appstudio.PromotionRun{ObjectMeta: metav1.ObjectMeta{Name: "hello-promote-snapshot-2", Namespace: ns}}
@@ -139,14 +132,7 @@ var _ = Describe("The examples", func() {
 		url, _ := examplesRepository(ns, nil)
 		applyExample(ctx, ns, filepath.Join("appstudio", "snapshot.yaml"))
 		applyExample(ctx, ns, filepath.Join("appstudio", "binding.yaml"), "environment: development", "environment: preview")
-		binding := &appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: "hello-development", Namespace: ns}}
-		patch, err := yaml.YAMLToJSON([]byte(strings.ReplaceAll(string(exampleFile(filepath.Join("appstudio", "binding-status.yaml"))), examplesRepoURL, url)))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(f.Client.Status().Patch(ctx, binding, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
-		Eventually(ConfigMapData(ctx, f.Client, provisioned, "hello-component")).Should(HaveKey("greeting"))
-		Eventually(Object(ctx, f.Client, binding)).Should(HaveField("Status.ComponentDeploymentConditions", ContainElement(And(
-			HaveField("Type", appstudio.ComponentDeploymentConditionAllComponentsDeployed),
-			HaveField("Status", metav1.ConditionTrue)))))
+		deployBindingExample(ctx, ns, url, provisioned)
 
 		// Deleting the claim (reclaim policy Delete) removes the namespace and what was
 		// deployed into it.
@@ -157,6 +143,22 @@ var _ = Describe("The examples", func() {
 		Expect(apierrors.IsNotFound(f.Client.Get(ctx, client.ObjectKey{Namespace: provisioned, Name: "hello-component"}, &corev1.ConfigMap{}))).To(BeTrue())
 	})
 })
+
+// deployBindingExample writes the component status of binding-status.yaml (the repository
+// at url) onto the example binding in ns, as the Application Service would, and waits until
+// the component is deployed into target and the binding says so.
+func deployBindingExample(ctx SpecContext, ns, url, target string) *appstudio.SnapshotEnvironmentBinding {
+	GinkgoHelper()
+	binding := &appstudio.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: "hello-development", Namespace: ns}}
+	patch, err := yaml.YAMLToJSON([]byte(strings.ReplaceAll(string(exampleFile(filepath.Join("appstudio", "binding-status.yaml"))), examplesRepoURL, url)))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(f.Client.Status().Patch(ctx, binding, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
+	Eventually(ConfigMapData(ctx, f.Client, target, "hello-component")).Should(HaveKey("greeting"))
+	Eventually(Object(ctx, f.Client, binding)).Should(HaveField("Status.ComponentDeploymentConditions", ContainElement(And(
+		HaveField("Type", appstudio.ComponentDeploymentConditionAllComponentsDeployed),
+		HaveField("Status", metav1.ConditionTrue)))))
+	return binding
+}
 
 // examplesRepository serves examples/repository as the spec's repository.
 func examplesRepository(name string, creds *gitserver.Credentials) (url, commit string) {
