@@ -7,6 +7,8 @@
 // Namespace that share the same Application and Environment value"). Duplicate component
 // names in spec.components need no webhook: the list is a map keyed by name
 // (+listType=map), which the API server already enforces.
+//
+// Environment: see EnvironmentValidator.
 package webhook
 
 import (
@@ -37,7 +39,7 @@ func ApplicationEnvironmentKey(application, environment string) string {
 	return application + "/" + environment
 }
 
-// +kubebuilder:webhook:path=/validate-appstudio-redhat-com-v1alpha1-snapshotenvironmentbinding,mutating=false,failurePolicy=fail,sideEffects=None,groups=appstudio.redhat.com,resources=snapshotenvironmentbindings,verbs=create;update,versions=v1alpha1,name=vsnapshotenvironmentbinding.appstudio.redhat.com,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-appstudio-redhat-com-v1alpha1-snapshotenvironmentbinding,mutating=false,failurePolicy=fail,sideEffects=None,groups=appstudio.redhat.com,resources=snapshotenvironmentbindings,verbs=create;update,versions=v1alpha1,name=vsnapshotenvironmentbinding.appstudio.redhat.com,admissionReviewVersions=v1,timeoutSeconds=10
 
 // Setup registers the webhooks with the manager's webhook server, and the field index they
 // read through the manager's cache.
@@ -56,8 +58,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	return ctrl.NewWebhookManagedBy(mgr).For(&appstudio.SnapshotEnvironmentBinding{}).
-		WithValidator(&BindingValidator{Reader: mgr.GetClient()}).Complete()
+	if err := ctrl.NewWebhookManagedBy(mgr).For(&appstudio.SnapshotEnvironmentBinding{}).
+		WithValidator(&BindingValidator{Reader: mgr.GetClient()}).Complete(); err != nil {
+		return err
+	}
+	return ctrl.NewWebhookManagedBy(mgr).For(&appstudio.Environment{}).WithValidator(EnvironmentValidator{}).Complete()
 }
 
 // BindingValidator validates SnapshotEnvironmentBindings. Reader must support listing

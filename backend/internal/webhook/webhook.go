@@ -17,7 +17,7 @@ import (
 // Path of the GitOpsDeployment webhook (as controller-runtime derives it).
 const GitOpsDeploymentPath = "/validate-managed-gitops-redhat-com-v1alpha1-gitopsdeployment"
 
-// +kubebuilder:webhook:path=/validate-managed-gitops-redhat-com-v1alpha1-gitopsdeployment,mutating=false,failurePolicy=fail,sideEffects=None,groups=managed-gitops.redhat.com,resources=gitopsdeployments,verbs=create;update,versions=v1alpha1,name=vgitopsdeployment.managed-gitops.redhat.com,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-managed-gitops-redhat-com-v1alpha1-gitopsdeployment,mutating=false,failurePolicy=fail,sideEffects=None,groups=managed-gitops.redhat.com,resources=gitopsdeployments,verbs=create;update,versions=v1alpha1,name=vgitopsdeployment.managed-gitops.redhat.com,admissionReviewVersions=v1,timeoutSeconds=10
 
 // Setup registers the webhooks with the manager's webhook server.
 func Setup(mgr ctrl.Manager) error {

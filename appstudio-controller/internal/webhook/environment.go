@@ -1,0 +1,89 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+)
+
+// EnvironmentPath is the path of the Environment webhook (as controller-runtime derives it).
+const EnvironmentPath = "/validate-appstudio-redhat-com-v1alpha1-environment"
+
+// MaxEnvironmentNameLength is the longest Environment name: the name is the value of the
+// appstudio.openshift.io/environment label of the GitOpsDeployments generated for it, and a
+// label value (like a DNS label) is at most 63 characters.
+const MaxEnvironmentNameLength = validation.LabelValueMaxLength
+
+// +kubebuilder:webhook:path=/validate-appstudio-redhat-com-v1alpha1-environment,mutating=false,failurePolicy=fail,sideEffects=None,groups=appstudio.redhat.com,resources=environments,verbs=create;update,versions=v1alpha1,name=venvironment.appstudio.redhat.com,admissionReviewVersions=v1,timeoutSeconds=10
+
+// EnvironmentValidator validates Environments: a name of at most MaxEnvironmentNameLength
+// characters, and, with spec.unstableConfigurationFields.clusterType Kubernetes, an
+// ingressDomain in kubernetesCredentials (a generic Kubernetes cluster has no default ingress
+// domain that could be looked up, as an OpenShift cluster's can).
+type EnvironmentValidator struct{}
+
+var _ admission.CustomValidator = EnvironmentValidator{}
+
+// ValidateCreate applies every rule.
+func (EnvironmentValidator) ValidateCreate(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
+	env, err := asEnvironment(obj)
+	if err != nil {
+		return nil, err
+	}
+	return nil, ValidateEnvironment(env)
+}
+
+// ValidateUpdate refuses an update that breaks a rule the Environment kept before, so that an
+// Environment stored before a rule existed stays updatable (to remove a finalizer, or to fix it).
+func (EnvironmentValidator) ValidateUpdate(_ context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
+	old, err := asEnvironment(oldObj)
+	if err != nil {
+		return nil, err
+	}
+	env, err := asEnvironment(newObj)
+	if err != nil {
+		return nil, err
+	}
+	if ValidateEnvironment(old) != nil {
+		return nil, nil
+	}
+	return nil, ValidateEnvironment(env)
+}
+
+// ValidateDelete allows every deletion.
+func (EnvironmentValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func asEnvironment(obj runtime.Object) (*appstudio.Environment, error) {
+	env, ok := obj.(*appstudio.Environment)
+	if !ok {
+		return nil, fmt.Errorf("expected an Environment, got %T", obj)
+	}
+	return env, nil
+}
+
+// ValidateEnvironment returns an error listing every rule env breaks, or nil.
+func ValidateEnvironment(env *appstudio.Environment) error {
+	var problems []string
+	if n := len(env.Name); n > MaxEnvironmentNameLength {
+		problems = append(problems, fmt.Sprintf("metadata.name is %d characters long, at most %d are allowed "+
+			"(it is the value of the %s label of the GitOpsDeployments generated for the Environment)",
+			n, MaxEnvironmentNameLength, appstudio.LabelEnvironment))
+	}
+	if cfg := env.Spec.UnstableConfigurationFields; cfg != nil && cfg.ClusterType == appstudio.ConfigurationClusterTypeKubernetes &&
+		cfg.KubernetesClusterCredentials.IngressDomain == "" {
+		problems = append(problems, "spec.unstableConfigurationFields.kubernetesCredentials.ingressDomain is required when "+
+			"spec.unstableConfigurationFields.clusterType is Kubernetes (for example apps.my-cluster.example.com)")
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("environment %q is invalid: %s", env.Name, strings.Join(problems, "; "))
+}
