@@ -134,10 +134,13 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 	if err := o.setupBindingGC(ctx, mgr, log, workers); err != nil {
 		return err
 	}
-	return (&promotion.Reconciler{
+	if err := (&promotion.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("promotionrun-controller"),
 		Timeout: timeout, MaxConcurrentReconciles: workers,
-	}).SetupWithManager(ctx, mgr)
+	}).SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	return (&promotion.SnapshotReconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: workers}).SetupWithManager(ctx, mgr)
 }
 
 // setupSandbox adds the devsandbox provisioner when it is enabled and SpaceRequests are served.

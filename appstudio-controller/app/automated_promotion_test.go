@@ -121,3 +121,57 @@ func TestAutomatedPromotionFailsAtStaging(t *testing.T) {
 		HaveField("DisplayStatus", ContainSubstring(`Environment "nope" does not exist`)))))
 	h.g.Expect(h.bindingMissing("appa-nope-generated-binding")()).To(BeTrue())
 }
+
+// TestSnapshotPromotedToAutomatedRoots: a new Snapshot is promoted to the AppStudioAutomated
+// Environments without a parent, and on to their AppStudioAutomated children; Manual ones and
+// older Snapshots are left alone, and a root Environment created later gets the newest Snapshot.
+func TestSnapshotPromotedToAutomatedRoots(t *testing.T) {
+	h := start(t)
+	const inProgress, success = appstudio.PromotionRunEnvironmentStatusInProgress, appstudio.PromotionRunEnvironmentStatusSuccess
+	automated := func(name, parent string) *appstudio.Environment {
+		return &appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appstudio.EnvironmentSpec{
+			DeploymentStrategy: appstudio.DeploymentStrategyAppStudioAutomated, ParentEnvironment: parent}}
+	}
+	snapshot := func(name string) *appstudio.Snapshot {
+		return &appstudio.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appstudio.SnapshotSpec{Application: "appa",
+			Components: []appstudio.SnapshotComponent{{Name: "comp", ContainerImage: "quay.io/x/y:" + name}}}}
+	}
+	h.create(automated("dev", ""))
+	h.create(automated("staging", "dev"))
+	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "qa"}, Spec: appstudio.EnvironmentSpec{DeploymentStrategy: appstudio.DeploymentStrategyManual}})
+	h.create(snapshot("s1"))
+
+	// One automated run from dev, owned by the Snapshot; none from qa (Manual).
+	h.g.Eventually(h.envStatus("s1-dev-automated"), eventually, poll).Should(ConsistOf(step(1, "dev", inProgress)))
+	r := h.run("s1-dev-automated")
+	h.g.Expect(r.Spec).To(Equal(appstudio.PromotionRunSpec{Snapshot: "s1", Application: "appa",
+		AutomatedPromotion: &appstudio.AutomatedPromotionConfiguration{InitialEnvironment: "dev"}}))
+	h.g.Expect(r.OwnerReferences).To(ConsistOf(And(HaveField("Kind", "Snapshot"), HaveField("Name", "s1"))))
+	h.g.Expect(h.binding("appa-dev-generated-binding").Spec.Snapshot).To(Equal("s1"))
+	h.g.Consistently(h.bindingMissing("appa-qa-generated-binding"), "1s", poll).Should(BeTrue())
+	h.g.Expect(h.c.Get(h.ctx, h.key("s1-qa-automated"), &appstudio.PromotionRun{})).To(MatchError(apierrors.IsNotFound, "IsNotFound"))
+
+	// Deployed to dev, it goes on to staging.
+	h.deployBinding("appa-dev-generated-binding", "dev", "c1")
+	h.g.Eventually(h.envStatus("s1-dev-automated"), eventually, poll).Should(ConsistOf(step(1, "dev", success), step(2, "staging", inProgress)))
+	h.deployBinding("appa-staging-generated-binding", "staging", "c1")
+	h.g.Eventually(func() appstudio.PromotionRunCompleteResult { return h.run("s1-dev-automated").Status.CompletionResult }, eventually, poll).
+		Should(Equal(appstudio.PromotionRunCompleteResultSuccess))
+
+	// The next Snapshot is promoted in turn.
+	h.create(snapshot("s2"))
+	h.g.Eventually(func() string { return h.binding("appa-dev-generated-binding").Spec.Snapshot }, eventually, poll).Should(Equal("s2"))
+	h.g.Expect(h.run("s2-dev-automated").Spec.AutomatedPromotion.InitialEnvironment).To(Equal("dev"))
+
+	// A root Environment created later gets the newest Snapshot only (its run may wait for
+	// the one of s2 from dev: runs of an Application run one at a time).
+	h.create(automated("demo", ""))
+	h.g.Eventually(h.get("s2-demo-automated", &appstudio.PromotionRun{}), eventually, poll).Should(Succeed())
+	h.g.Expect(h.run("s2-demo-automated").Spec.AutomatedPromotion.InitialEnvironment).To(Equal("demo"))
+	h.deployBinding("appa-dev-generated-binding", "dev", "c2")
+	h.g.Eventually(h.envStatus("s2-dev-automated"), eventually, poll).Should(ContainElement(step(2, "staging", inProgress)))
+	h.deployBinding("appa-staging-generated-binding", "staging", "c2")
+	h.g.Eventually(h.get("appa-demo-generated-binding", &appstudio.SnapshotEnvironmentBinding{}), eventually, poll).Should(Succeed())
+	h.g.Expect(h.binding("appa-demo-generated-binding").Spec.Snapshot).To(Equal("s2"))
+	h.g.Expect(h.c.Get(h.ctx, h.key("s1-demo-automated"), &appstudio.PromotionRun{})).To(MatchError(apierrors.IsNotFound, "IsNotFound"))
+}

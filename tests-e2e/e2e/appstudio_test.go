@@ -21,7 +21,7 @@ var _ = Describe("An AppStudio SnapshotEnvironmentBinding", func() {
 
 		Expect(f.Client.Create(ctx, &appstudio.Environment{
 			ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: ns},
-			Spec:       appstudio.EnvironmentSpec{DisplayName: "Development", DeploymentStrategy: appstudio.DeploymentStrategyAppStudioAutomated},
+			Spec:       appstudio.EnvironmentSpec{DisplayName: "Development", DeploymentStrategy: appstudio.DeploymentStrategyManual},
 		})).To(Succeed())
 		Expect(f.Client.Create(ctx, &appstudio.Snapshot{
 			ObjectMeta: metav1.ObjectMeta{Name: "snap-1", Namespace: ns},
