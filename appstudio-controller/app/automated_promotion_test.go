@@ -163,11 +163,13 @@ func TestSnapshotPromotedToAutomatedRoots(t *testing.T) {
 	h.g.Eventually(func() string { return h.binding("appa-dev-generated-binding").Spec.Snapshot }, eventually, poll).Should(Equal("s2"))
 	h.g.Expect(h.run("s2-dev-automated").Spec.AutomatedPromotion.InitialEnvironment).To(Equal("dev"))
 
-	// A root Environment created later gets the newest Snapshot only (its run may wait for
-	// the one of s2 from dev: runs of an Application run one at a time).
+	// A root Environment created later gets the newest Snapshot only, once the run of s2 from
+	// dev (still active) completes: one run of an Application at a time.
 	h.create(automated("demo", ""))
-	h.g.Eventually(h.get("s2-demo-automated", &appstudio.PromotionRun{}), eventually, poll).Should(Succeed())
+	h.g.Eventually(func() appstudio.PromotionRunState { return h.run("s2-demo-automated").Status.State }, eventually, poll).
+		Should(Equal(appstudio.PromotionRunStateWaiting))
 	h.g.Expect(h.run("s2-demo-automated").Spec.AutomatedPromotion.InitialEnvironment).To(Equal("demo"))
+	h.g.Consistently(h.bindingMissing("appa-demo-generated-binding"), "1s", poll).Should(BeTrue())
 	h.deployBinding("appa-dev-generated-binding", "dev", "c2")
 	h.g.Eventually(h.envStatus("s2-dev-automated"), eventually, poll).Should(ContainElement(step(2, "staging", inProgress)))
 	h.deployBinding("appa-staging-generated-binding", "staging", "c2")

@@ -422,14 +422,21 @@ func (r *Reconciler) waitTurn(ctx context.Context, run *appstudio.PromotionRun) 
 		"PromotionRun %q of application %q is in progress; this one starts when it completes", other, run.Spec.Application)
 }
 
-// activeRun returns the name of an earlier unfinished run of the same Application, if any:
-// runs are started oldest first (creation time, then name).
+// activeRun returns the name of the run of the same Application that run waits for (Blocking).
 func (r *Reconciler) activeRun(ctx context.Context, run *appstudio.PromotionRun) (string, error) {
 	runs := &appstudio.PromotionRunList{}
 	if err := r.Client.List(ctx, runs, client.InNamespace(run.Namespace), client.MatchingFields{ApplicationIndex: run.Spec.Application}); err != nil {
 		return "", err
 	}
-	items := runs.Items
+	return Blocking(runs.Items, run.Name), nil
+}
+
+// Blocking returns the run of runs (one Application's) that the run named name must wait
+// for, or "": any other Active run (one run at a time, even when a run created in the same
+// second sorts before it), else the oldest earlier unfinished one (creation time, then name).
+// Runs being deleted are left out.
+func Blocking(runs []appstudio.PromotionRun, name string) string {
+	items := append([]appstudio.PromotionRun(nil), runs...)
 	sort.Slice(items, func(i, j int) bool {
 		if !items[i].CreationTimestamp.Equal(&items[j].CreationTimestamp) {
 			return items[i].CreationTimestamp.Before(&items[j].CreationTimestamp)
@@ -437,14 +444,19 @@ func (r *Reconciler) activeRun(ctx context.Context, run *appstudio.PromotionRun)
 		return items[i].Name < items[j].Name
 	})
 	for _, o := range items {
-		if o.Name == run.Name {
-			return "", nil
-		}
-		if o.Status.State != appstudio.PromotionRunStateComplete && o.DeletionTimestamp.IsZero() {
-			return o.Name, nil
+		if o.Name != name && o.Status.State == appstudio.PromotionRunStateActive && o.DeletionTimestamp.IsZero() {
+			return o.Name
 		}
 	}
-	return "", nil
+	for _, o := range items {
+		if o.Name == name {
+			return ""
+		}
+		if o.Status.State != appstudio.PromotionRunStateComplete && o.DeletionTimestamp.IsZero() {
+			return o.Name
+		}
+	}
+	return ""
 }
 
 func (r *Reconciler) validate(ctx context.Context, run *appstudio.PromotionRun, target string) error {
