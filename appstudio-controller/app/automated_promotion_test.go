@@ -177,3 +177,38 @@ func TestSnapshotPromotedToAutomatedRoots(t *testing.T) {
 	h.g.Expect(h.binding("appa-demo-generated-binding").Spec.Snapshot).To(Equal("s2"))
 	h.g.Expect(h.c.Get(h.ctx, h.key("s1-demo-automated"), &appstudio.PromotionRun{})).To(MatchError(apierrors.IsNotFound, "IsNotFound"))
 }
+
+// TestManualPromotionCarriesOnToAutomatedChildren: a successful manual promotion to dev
+// starts an automated promotion from each AppStudioAutomated child of dev.
+func TestManualPromotionCarriesOnToAutomatedChildren(t *testing.T) {
+	h := start(t)
+	h.automatedSetup() // dev (Manual) -> staging -> prod (AppStudioAutomated)
+	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "hotfix"}, Spec: appstudio.EnvironmentSpec{
+		DeploymentStrategy: appstudio.DeploymentStrategyManual, ParentEnvironment: "dev"}})
+	const inProgress, success = appstudio.PromotionRunEnvironmentStatusInProgress, appstudio.PromotionRunEnvironmentStatusSuccess
+	h.create(&appstudio.PromotionRun{ObjectMeta: metav1.ObjectMeta{Name: "to-dev"}, Spec: appstudio.PromotionRunSpec{
+		Snapshot: "s1", Application: "appa", ManualPromotion: &appstudio.ManualPromotionConfiguration{TargetEnvironment: "dev"}}})
+
+	// Nothing follows before the manual promotion succeeds.
+	h.g.Eventually(h.get("appa-dev-generated-binding", &appstudio.SnapshotEnvironmentBinding{}), eventually, poll).Should(Succeed())
+	h.g.Consistently(func() bool {
+		return apierrors.IsNotFound(h.c.Get(h.ctx, h.key("to-dev-staging-automated"), &appstudio.PromotionRun{}))
+	}, "1s", poll).Should(BeTrue())
+
+	h.deployBinding("appa-dev-generated-binding", "dev", "c1")
+	h.g.Eventually(func() appstudio.PromotionRunCompleteResult { return h.run("to-dev").Status.CompletionResult }, eventually, poll).
+		Should(Equal(appstudio.PromotionRunCompleteResultSuccess))
+	h.g.Eventually(h.envStatus("to-dev-staging-automated"), eventually, poll).Should(ConsistOf(step(1, "staging", inProgress)))
+	r := h.run("to-dev-staging-automated")
+	h.g.Expect(r.Spec).To(Equal(appstudio.PromotionRunSpec{Snapshot: "s1", Application: "appa",
+		AutomatedPromotion: &appstudio.AutomatedPromotionConfiguration{InitialEnvironment: "staging"}}))
+	h.g.Expect(r.OwnerReferences).To(ConsistOf(And(HaveField("Kind", "PromotionRun"), HaveField("Name", "to-dev"))))
+	h.g.Expect(h.binding("appa-staging-generated-binding").Spec.Snapshot).To(Equal("s1"))
+	h.g.Expect(h.c.Get(h.ctx, h.key("to-dev-hotfix-automated"), &appstudio.PromotionRun{})).To(MatchError(apierrors.IsNotFound, "IsNotFound"))
+
+	// And on to prod, through the automated walk.
+	h.deployBinding("appa-staging-generated-binding", "staging", "c1")
+	h.g.Eventually(h.envStatus("to-dev-staging-automated"), eventually, poll).Should(ConsistOf(step(1, "staging", success), step(2, "prod", inProgress)))
+	h.g.Expect(h.binding("appa-prod").Spec.Snapshot).To(Equal("s1"))
+	h.g.Expect(h.bindingMissing("appa-hotfix-generated-binding")()).To(BeTrue())
+}

@@ -47,7 +47,7 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshotenvironmentbindings,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments;snapshots,verbs=get;list;watch
@@ -357,6 +357,10 @@ func (r *Reconciler) advance(ctx context.Context, run *appstudio.PromotionRun) (
 			DisplayStatus: "Waiting for all components to be synced and healthy"}}
 	}
 	if Deployed(binding, run.Spec.Snapshot) {
+		// Before completing, so that a failed create is retried rather than lost.
+		if err := r.promoteChildren(ctx, run, target); err != nil {
+			return ctrl.Result{}, err
+		}
 		r.complete(run, appstudio.PromotionRunCompleteResultSuccess, appstudio.PromotionRunEnvironmentStatusSuccess, "All components are synced and healthy")
 		return ctrl.Result{}, nil
 	}
@@ -367,6 +371,22 @@ func (r *Reconciler) advance(ctx context.Context, run *appstudio.PromotionRun) (
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: remaining}, nil
+}
+
+// promoteChildren carries a successful manual promotion to target on to target's
+// AppStudioAutomated children: one automated PromotionRun from each, owned by run.
+func (r *Reconciler) promoteChildren(ctx context.Context, run *appstudio.PromotionRun, target string) error {
+	envs := &appstudio.EnvironmentList{}
+	if err := r.Client.List(ctx, envs, client.InNamespace(run.Namespace)); err != nil {
+		return err
+	}
+	owner := metav1.OwnerReference{APIVersion: appstudio.GroupVersion.String(), Kind: "PromotionRun", Name: run.Name, UID: run.UID}
+	for _, child := range Children(envs.Items, []string{target}, map[string]bool{target: true}) {
+		if err := createAutomatedRun(ctx, r.Client, owner, run.Namespace, run.Spec.Application, run.Spec.Snapshot, child); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *Reconciler) complete(run *appstudio.PromotionRun, result appstudio.PromotionRunCompleteResult, step appstudio.PromotionRunEnvironmentStatusField, msg string) {

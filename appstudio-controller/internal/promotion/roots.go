@@ -24,7 +24,7 @@ import (
 // SnapshotReconciler promotes the newest Snapshot of each Application to every Environment
 // without a parent whose deploymentStrategy is AppStudioAutomated (api.md: "an environment
 // without a parent will be automatically promoted to"). It creates one automated PromotionRun
-// per such Environment, named by RootRunName and owned by the Snapshot; the run then carries
+// per such Environment, named by AutomatedRunName and owned by the Snapshot; the run then carries
 // on to the Environment's AppStudioAutomated children. A run is created once: one that
 // exists (whatever its outcome) is left alone. Only the newest Snapshot is promoted, so that
 // an older one never overtakes it (and the Snapshots that existed before are not replayed).
@@ -93,23 +93,32 @@ func (r *SnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Client.List(ctx, envs, client.InNamespace(snap.Namespace)); err != nil {
 		return ctrl.Result{}, err
 	}
+	owner := metav1.OwnerReference{APIVersion: appstudio.GroupVersion.String(), Kind: "Snapshot", Name: snap.Name, UID: snap.UID}
 	for _, env := range Roots(envs.Items) {
-		run := &appstudio.PromotionRun{
-			ObjectMeta: metav1.ObjectMeta{Namespace: snap.Namespace, Name: RootRunName(snap.Name, env),
-				// Not blockOwnerDeletion: that would need the right to update the Snapshot's finalizers.
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: appstudio.GroupVersion.String(), Kind: "Snapshot", Name: snap.Name, UID: snap.UID}}},
-			Spec: appstudio.PromotionRunSpec{Snapshot: snap.Name, Application: snap.Spec.Application,
-				AutomatedPromotion: &appstudio.AutomatedPromotionConfiguration{InitialEnvironment: env}},
-		}
-		if err := r.Client.Create(ctx, run); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				continue
-			}
+		if err := createAutomatedRun(ctx, r.Client, owner, snap.Namespace, snap.Spec.Application, snap.Name, env); err != nil {
 			return ctrl.Result{}, err
 		}
-		ctrl.LoggerFrom(ctx).Info("created promotion of snapshot to root environment", "promotionRun", run.Name, "environment", env)
 	}
 	return ctrl.Result{}, nil
+}
+
+// createAutomatedRun creates the automated PromotionRun AutomatedRunName(owner, env) of
+// snapshot from env, owned by owner (without blockOwnerDeletion, which would need the right
+// to update the owner's finalizers), unless it exists.
+func createAutomatedRun(ctx context.Context, c client.Client, owner metav1.OwnerReference, namespace, application, snapshot, env string) error {
+	run := &appstudio.PromotionRun{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: AutomatedRunName(owner.Name, env), OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec: appstudio.PromotionRunSpec{Snapshot: snapshot, Application: application,
+			AutomatedPromotion: &appstudio.AutomatedPromotionConfiguration{InitialEnvironment: env}},
+	}
+	if err := c.Create(ctx, run); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("created automated promotion", "promotionRun", run.Name, "snapshot", snapshot, "environment", env)
+	return nil
 }
 
 // Roots returns, sorted, the Environments promoted to automatically when a Snapshot is
@@ -148,11 +157,12 @@ func Newest(snaps []appstudio.Snapshot) string {
 // maxRunName is the longest object name (a DNS subdomain).
 const maxRunName = 253
 
-// RootRunName is the name of the PromotionRun of snapshot to the root Environment env:
-// "<snapshot>-<env>-automated"; past 253 characters, the first 180 of it (without a
-// trailing '-' or '.'), "-" and the first 32 hex digits of its sha256.
-func RootRunName(snapshot, env string) string {
-	full := snapshot + "-" + env + "-automated"
+// AutomatedRunName is the name of the automated PromotionRun from env that from (a Snapshot,
+// or a manual PromotionRun to env's parent) starts: "<from>-<env>-automated"; past 253
+// characters, the first 180 of it (without a trailing '-' or '.'), "-" and the first 32 hex
+// digits of its sha256.
+func AutomatedRunName(from, env string) string {
+	full := from + "-" + env + "-automated"
 	if len(full) <= maxRunName {
 		return full
 	}

@@ -58,12 +58,12 @@ func TestNewest(t *testing.T) {
 	}
 }
 
-func TestRootRunName(t *testing.T) {
+func TestAutomatedRunName(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(RootRunName("s1", "dev")).To(Equal("s1-dev-automated"))
+	g.Expect(AutomatedRunName("s1", "dev")).To(Equal("s1-dev-automated"))
 	long := strings.Repeat("s", 179) + "." + strings.Repeat("t", 73) // cut right after the dot
-	name := RootRunName(long, "dev")
+	name := AutomatedRunName(long, "dev")
 	g.Expect(len(name)).To(BeNumerically("<=", 253))
 	g.Expect(validation.IsDNS1123Subdomain(name)).To(BeEmpty())
-	g.Expect(name).NotTo(Equal(RootRunName(long, "qa")), "the digest keeps runs of different Environments apart")
+	g.Expect(name).NotTo(Equal(AutomatedRunName(long, "qa")), "the digest keeps runs of different Environments apart")
 }
