@@ -82,8 +82,28 @@ func ValidateEnvironment(env *appstudio.Environment) error {
 		problems = append(problems, "spec.unstableConfigurationFields.kubernetesCredentials.ingressDomain is required when "+
 			"spec.unstableConfigurationFields.clusterType is Kubernetes (for example apps.my-cluster.example.com)")
 	}
+	if cfg := env.Spec.UnstableConfigurationFields; cfg != nil && cfg.KubernetesClusterCredentials.IngressDomain != "" {
+		if msg := dnsNameProblem(cfg.KubernetesClusterCredentials.IngressDomain); msg != "" {
+			problems = append(problems, fmt.Sprintf("spec.unstableConfigurationFields.kubernetesCredentials.ingressDomain %q is not a DNS name: %s",
+				cfg.KubernetesClusterCredentials.IngressDomain, msg))
+		}
+	}
 	if len(problems) == 0 {
 		return nil
 	}
 	return fmt.Errorf("environment %q is invalid: %s", env.Name, strings.Join(problems, "; "))
+}
+
+// dnsNameProblem says why name is not a DNS name (a DNS-1123 subdomain of labels of at most 63
+// characters: hosts are made by prefixing the ingress domain), or "".
+func dnsNameProblem(name string) string {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return strings.Join(errs, "; ")
+	}
+	for _, label := range strings.Split(name, ".") {
+		if errs := validation.IsDNS1123Label(label); len(errs) > 0 {
+			return fmt.Sprintf("label %q: %s", label, strings.Join(errs, "; "))
+		}
+	}
+	return ""
 }

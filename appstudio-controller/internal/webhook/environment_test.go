@@ -42,6 +42,11 @@ func TestValidateEnvironment(t *testing.T) {
 		{"name of 63 characters", environment("ns", name63, "", ""), nil},
 		{"name of 64 characters", environment("ns", name64, "", ""), []string{"metadata.name is 64 characters long, at most 63 are allowed"}},
 		{"both", environment("ns", name64, appstudio.ConfigurationClusterTypeKubernetes, ""), []string{"metadata.name is 64 characters long", ingressRequired}},
+		{"ingressDomain not a DNS name", environment("ns", "staging", appstudio.ConfigurationClusterTypeKubernetes, "Apps_example.com"),
+			[]string{`spec.unstableConfigurationFields.kubernetesCredentials.ingressDomain "Apps_example.com" is not a DNS name: a lowercase RFC 1123 subdomain`}},
+		{"ingressDomain with a label past 63 characters", environment("ns", "staging", appstudio.ConfigurationClusterTypeOpenShift, name64+".example.com"),
+			[]string{`is not a DNS name: label "` + name64 + `": must be no more than 63 characters`}},
+		{"ingressDomain of 63-character labels", environment("ns", "staging", appstudio.ConfigurationClusterTypeKubernetes, name63+"."+name63+".example.com"), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
