@@ -31,6 +31,10 @@ const (
 	// AnnotationRefreshHandled on an Application is the last refresh request (see
 	// db.Application.Refresh) the cluster-agent passed on to Argo CD.
 	AnnotationRefreshHandled = "managed-gitops.redhat.com/refresh"
+	// InfoSyncOperationID names the `operation.info` item that carries the id of the sync
+	// operation (the SyncRun's UID) a sync the cluster-agent starts is for, so that its result
+	// (in `status.operationState`, and the GitOpsDeployment's copy) is told from any other's.
+	InfoSyncOperationID = "gitops-service-sync-operation-id"
 )
 
 // Sync behaviour every Application gets: background pruning (foreground deletion needs
@@ -181,14 +185,14 @@ func Application(namespace, name, applicationID, tenantID string, spec argov1alp
 }
 
 // SyncOperation is the `operation` a manual sync patches into an Application: a sync to
-// revision with the spec's sync options and retry strategy.
+// revision with the spec's sync options and retry strategy. It does not prune, as the
+// original service's manual sync and `argocd app sync` without --prune do not: a resource
+// removed from Git stays, and the deployment shows it OutOfSync, until it is deleted by hand
+// or the deployment becomes automated.
 func SyncOperation(spec argov1alpha1.ApplicationSpec, revision, initiator string) *argov1alpha1.Operation {
 	op := &argov1alpha1.Operation{
 		InitiatedBy: argov1alpha1.OperationInitiator{Username: initiator},
-		Sync: &argov1alpha1.SyncOperation{
-			Revision: revision,
-			Prune:    true,
-		},
+		Sync:        &argov1alpha1.SyncOperation{Revision: revision},
 	}
 	if spec.SyncPolicy != nil {
 		op.Sync.SyncOptions = slices.Clone(spec.SyncPolicy.SyncOptions)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,11 +67,11 @@ func TestEventsSyncRunLifecycle(t *testing.T) {
 
 	// The sync succeeds: one Normal Event, also when the state is written again.
 	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "v1.2.0",
-		OperationState: succeededSyncState("v1.2.0")})
+		OperationState: succeededSyncState(run, "v1.2.0")})
 	h.g.Eventually(func() []string { return h.events(run) }, eventually, poll).Should(ContainElement(
 		"Normal SyncSucceeded Successfully completed synchronize operation."))
 	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "v1.2.0",
-		OperationState: succeededSyncState("v1.2.0")})
+		OperationState: succeededSyncState(run, "v1.2.0")})
 	h.quiet(run)
 	h.g.Expect(h.eventCounts(run)).To(Equal(map[string]int32{
 		waiting: 1,
@@ -91,11 +90,7 @@ func TestEventsSyncRunFailure(t *testing.T) {
 	h.g.Eventually(h.syncOperation(run), eventually, poll).Should(Not(BeNil()))
 	time.Sleep(time.Second) // the operation starts after the SyncRun (times have seconds)
 
-	now := metav1.Now()
-	failed := &argov1alpha1.OperationState{
-		Phase: "Failed", Message: "one or more objects failed to apply", StartedAt: now, FinishedAt: &now,
-		Operation: argov1alpha1.Operation{Sync: &argov1alpha1.SyncOperation{Revision: "abc"}},
-	}
+	failed := finishedSyncState(run, "abc", "Failed", "one or more objects failed to apply")
 	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthDegraded, SyncStatus: db.SyncStatusOutOfSync, Revision: "abc", OperationState: failed})
 	h.g.Eventually(func() []string { return h.events(run) }, eventually, poll).Should(ContainElement(
 		"Warning SyncFailed Sync operation Failed: one or more objects failed to apply"))

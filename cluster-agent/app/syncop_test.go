@@ -57,8 +57,9 @@ func TestSyncOperation(t *testing.T) {
 	g.Expect(app.Operation).NotTo(BeNil())
 	g.Expect(app.Operation.Sync.Revision).To(Equal("v1.2.3"))
 	g.Expect(app.Operation.Sync.SyncOptions).To(ContainElement(argocd.SyncOptionPrunePropagationBackground))
+	g.Expect(app.Operation.Sync.Prune).To(BeFalse(), "a manual sync does not prune")
 	g.Expect(app.Operation.InitiatedBy.Username).To(Equal(syncop.Initiator))
-	g.Expect(app.Operation.Info).To(ContainElement(&argov1alpha1.Info{Name: syncop.InfoSyncOperationID, Value: so.ID}))
+	g.Expect(app.Operation.Info).To(ContainElement(&argov1alpha1.Info{Name: argocd.InfoSyncOperationID, Value: so.ID}))
 	g.Expect(app.Operation.Retry.Limit).To(BeEquivalentTo(-1))
 
 	// Argo CD starts it. Another operation on the same sync (the backend signalling again)

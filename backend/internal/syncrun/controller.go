@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/conditions"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
@@ -244,11 +245,14 @@ func (r *Reconciler) ensureSignalled(ctx context.Context, syncOpID string) error
 // of Argo CD's sync operation. Once the sync is requested, an earlier error that held it back
 // (no deployment yet, an automated one, an internal error) is resolved, with an Event.
 func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentSyncRun, depl *v1.GitOpsDeployment, now metav1.Time) outcome.Progress {
+	// A finished sync's result stays: a later sync of the deployment (another SyncRun's, an
+	// automated one) is not this one's.
+	if done, ok := finished(run); ok {
+		return done
+	}
 	run.Status.Health = depl.Status.Health.Status
 	run.Status.SyncStatus = depl.Status.Sync.Status
-	op := depl.Status.OperationState
-	// An operation that started before this SyncRun existed is an earlier sync's result.
-	if op != nil && !op.StartedAt.Before(&run.CreationTimestamp) {
+	if op := depl.Status.OperationState; op != nil && syncOperationID(op) == string(run.UID) {
 		switch op.Phase {
 		case "Succeeded":
 			if r.setCondition(run, v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved, msgSucceeded, now) {
@@ -273,6 +277,30 @@ func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentS
 			"The earlier error is resolved; the sync is requested.")
 	}
 	return outcome.Working(ReasonSyncing, "The sync is requested; waiting for Argo CD to finish it", false)
+}
+
+// finished is the outcome a SyncRun's status already records for its sync, once that sync
+// succeeded or failed.
+func finished(run *v1.GitOpsDeploymentSyncRun) (outcome.Progress, bool) {
+	ready, ok := outcome.GitOpsConditions{List: &run.Status.Conditions}.Get(outcome.TypeReady)
+	switch {
+	case ok && ready.Reason == ReasonSyncSucceeded:
+		return outcome.Done(ReasonSyncSucceeded, ready.Message), true
+	case ok && ready.Reason == ReasonSyncFailed:
+		return outcome.Failed(ReasonSyncFailed, ready.Message), true
+	}
+	return outcome.Progress{}, false
+}
+
+// syncOperationID is the id of the sync operation (SyncRun UID) an operation was started
+// for, "" for one the cluster-agent did not start for a SyncRun.
+func syncOperationID(op *v1.OperationState) string {
+	for _, info := range op.Operation.Info {
+		if info.Name == argocd.InfoSyncOperationID {
+			return info.Value
+		}
+	}
+	return ""
 }
 
 // raise sets the ErrorOccurred condition to msg, with a Warning Event (eventReason,

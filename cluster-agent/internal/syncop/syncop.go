@@ -26,10 +26,6 @@ import (
 const (
 	// Initiator is the user name recorded as the initiator of the service's syncs.
 	Initiator = "gitops-service"
-	// InfoSyncOperationID names the `operation.info` item that carries the sync operation's
-	// id, so that the agent recognises its own sync (in `operation`, and in
-	// `status.operationState.operation` once Argo CD started it).
-	InfoSyncOperationID = "gitops-service-sync-operation-id"
 	// AnnotationRefresh asks Argo CD to refresh an Application.
 	AnnotationRefresh = "argocd.argoproj.io/refresh"
 	// FieldOwner is the field manager of the agent's sync patches.
@@ -124,7 +120,7 @@ func (h *Handler) sync(ctx context.Context, so *db.SyncOperation, row *db.Applic
 		return operation.Waiting(fmt.Sprintf("waiting for the running operation of Argo CD Application %s to finish", app.Name), h.poll()), nil
 	}
 	op := argocd.SyncOperation(row.Spec, so.Revision, Initiator)
-	op.Info = append(op.Info, &argov1alpha1.Info{Name: InfoSyncOperationID, Value: so.ID})
+	op.Info = append(op.Info, &argov1alpha1.Info{Name: argocd.InfoSyncOperationID, Value: so.ID})
 	patch := map[string]any{
 		"metadata": map[string]any{
 			// Optimistic lock: never replace an operation the cache did not show yet.
@@ -226,7 +222,7 @@ func ownedBy(op *argov1alpha1.Operation, id string) bool {
 
 func syncOperationID(op *argov1alpha1.Operation) string {
 	for _, info := range op.Info {
-		if info != nil && info.Name == InfoSyncOperationID {
+		if info != nil && info.Name == argocd.InfoSyncOperationID {
 			return info.Value
 		}
 	}
