@@ -34,7 +34,10 @@ func run() error {
 	dir := flag.String("state-dir", ".local", "Directory for the kubeconfig, logs and binaries of the stack.")
 	gitAddr := flag.String("git-address", "127.0.0.1:8418", "Address of the Git server (the examples' repoURL uses the default).")
 	withArgoCD := flag.Bool("argocd", true, "Run Argo CD; without it Applications are created but nothing deploys them.")
+	promotionTimeout := flag.Duration("promotion-timeout", 2*time.Minute,
+		"How long each step of a PromotionRun waits for its components (the appstudio-controller's --promotion-timeout; short, so that a failed promotion shows soon).")
 	flag.Parse()
+	defer takeTerminal()()
 	// envtest logs through controller-runtime; its progress lines are not useful here.
 	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -42,7 +45,8 @@ func run() error {
 
 	start := time.Now()
 	progress := func(step string) { fmt.Printf("==> %s (%s)\n", step, time.Since(start).Round(time.Second)) }
-	s, err := stack.Start(ctx, stack.Options{Dir: *dir, Progress: progress, ArgoCD: *withArgoCD, GitServer: &gitserver.Options{Addr: *gitAddr}})
+	s, err := stack.Start(ctx, stack.Options{Dir: *dir, Progress: progress, ArgoCD: *withArgoCD, GitServer: &gitserver.Options{Addr: *gitAddr},
+		Args: map[string][]string{"appstudio-controller": {"--promotion-timeout=" + promotionTimeout.String()}}})
 	if err != nil {
 		return err
 	}
