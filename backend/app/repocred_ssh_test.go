@@ -1,21 +1,12 @@
 package app_test
 
 import (
-	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
 	"encoding/pem"
-	"errors"
-	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -26,6 +17,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
 
 // bareRepository makes root/repo.git, a bare repository with one commit on main, and
@@ -58,188 +50,23 @@ func bareRepository(t *testing.T) (root string, env []string) {
 // sshKey is a fresh ed25519 key: its private half as an OpenSSH PEM block and its public half.
 func sshKey(t *testing.T) ([]byte, ssh.PublicKey) {
 	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	key, pub, err := testenv.NewSSHKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, err := ssh.MarshalPrivateKey(priv, "test key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sshPub, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(block), sshPub
+	return key, pub
 }
 
-// sshGitServer serves the bare repositories under root over SSH on 127.0.0.1, to clients
-// authenticating with the public key authorized only. It runs git-upload-pack for
-// "exec git-upload-pack '<path>'" with <path> inside root, and refuses everything else.
-// It returns host:port.
+// sshGitServer serves the bare repositories under root over SSH to the holder of authorized,
+// and returns host:port.
 func sshGitServer(t *testing.T, root string, env []string, authorized ssh.PublicKey) string {
 	t.Helper()
-	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
+	srv, err := testenv.StartSSHGitServer(root, env, authorized)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostKey, err := ssh.NewSignerFromKey(hostPriv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config := &ssh.ServerConfig{
-		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-			if bytes.Equal(key.Marshal(), authorized.Marshal()) {
-				return nil, nil
-			}
-			return nil, errors.New("unauthorised key")
-		},
-	}
-	config.AddHostKey(hostKey)
-	root, err = filepath.EvalSymlinks(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				serveSSHConn(t, conn, config, root, env)
-			}()
-		}
-	}()
-	return l.Addr().String()
-}
-
-func serveSSHConn(t *testing.T, conn net.Conn, config *ssh.ServerConfig, root string, env []string) {
-	defer conn.Close()
-	sc, chans, reqs, err := ssh.NewServerConn(conn, config)
-	if err != nil {
-		return // failed handshake, e.g. an unauthorised key
-	}
-	defer sc.Close()
-	go ssh.DiscardRequests(reqs)
-	for nc := range chans {
-		if nc.ChannelType() != "session" {
-			_ = nc.Reject(ssh.UnknownChannelType, "only sessions")
-			continue
-		}
-		ch, chReqs, err := nc.Accept()
-		if err != nil {
-			return
-		}
-		go serveSSHSession(t, ch, chReqs, root, env)
-	}
-}
-
-// serveSSHSession runs the first acceptable exec request of a session and closes it.
-func serveSSHSession(t *testing.T, ch ssh.Channel, reqs <-chan *ssh.Request, root string, env []string) {
-	defer ch.Close()
-	for req := range reqs {
-		if req.Type != "exec" {
-			if req.WantReply {
-				_ = req.Reply(false, nil)
-			}
-			continue
-		}
-		var payload struct{ Command string }
-		if err := ssh.Unmarshal(req.Payload, &payload); err != nil {
-			_ = req.Reply(false, nil)
-			return
-		}
-		dir, ok := uploadPackDir(root, payload.Command)
-		if !ok {
-			t.Logf("ssh git server: refused command %q", payload.Command)
-			_ = req.Reply(false, nil)
-			return
-		}
-		_ = req.Reply(true, nil)
-		go ssh.DiscardRequests(reqs)
-		cmd := exec.Command("git", "upload-pack", "--strict", dir)
-		// Without safe.directory, git 2.39 answers a missing path with "dubious ownership"
-		// rather than "does not appear to be a git repository".
-		cmd.Env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*")
-		cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			return
-		}
-		status := uint32(127)
-		if err := cmd.Start(); err == nil {
-			go func() { _, _ = io.Copy(stdin, ch); _ = stdin.Close() }()
-			err = cmd.Wait()
-			var exit *exec.ExitError
-			switch {
-			case err == nil:
-				status = 0
-			case errors.As(err, &exit):
-				status = uint32(exit.ExitCode())
-			default:
-				status = 1
-			}
-		} else {
-			fmt.Fprintf(ch.Stderr(), "cannot run git-upload-pack: %v\n", err)
-		}
-		_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{status}))
-		return
-	}
-}
-
-// uploadPackDir returns the directory under root that command, git-upload-pack '<path>',
-// names, or false for any other command or a path leaving root.
-func uploadPackDir(root, command string) (string, bool) {
-	p, ok := strings.CutPrefix(command, "git-upload-pack '")
-	if !ok {
-		return "", false
-	}
-	if p, ok = strings.CutSuffix(p, "'"); !ok || p == "" || strings.ContainsAny(p, "'\\\x00\n") {
-		return "", false
-	}
-	for _, elem := range strings.Split(p, "/") {
-		if elem == ".." {
-			return "", false
-		}
-	}
-	dir := filepath.Join(root, filepath.Clean("/"+p))
-	if !strings.HasPrefix(dir, root+string(filepath.Separator)) {
-		return "", false
-	}
-	return dir, true
-}
-
-func TestUploadPackDir(t *testing.T) {
-	g := NewWithT(t)
-	root := "/srv/git"
-	for cmd, want := range map[string]string{
-		"git-upload-pack '/repo.git'":        "/srv/git/repo.git",
-		"git-upload-pack 'repo.git'":         "/srv/git/repo.git",
-		"git-upload-pack '/a//b/./repo.git'": "/srv/git/a/b/repo.git",
-	} {
-		got, ok := uploadPackDir(root, cmd)
-		g.Expect(ok).To(BeTrue(), cmd)
-		g.Expect(got).To(Equal(want), cmd)
-	}
-	for _, cmd := range []string{
-		"git-upload-pack '/../etc'", "git-upload-pack '/repo.git/../../x'", "git-upload-pack '..'",
-		"git-receive-pack '/repo.git'", "git-upload-pack '/repo.git'; rm -rf /", "git-upload-pack '/a'b'",
-		"git-upload-pack '/'", "git-upload-pack ''", "sh -c id", "git-upload-pack /repo.git",
-	} {
-		_, ok := uploadPackDir(root, cmd)
-		g.Expect(ok).To(BeFalse(), cmd)
-	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv.Addr
 }
 
 func TestRepositoryCredentialSSH(t *testing.T) {
