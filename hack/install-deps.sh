@@ -11,6 +11,8 @@ missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql postgresql-contrib)
 ls /usr/lib/postgresql/*/lib/pg_stat_statements.so >/dev/null 2>&1 || missing+=(postgresql-contrib)
 command -v git >/dev/null 2>&1 || missing+=(git)
+# Argo CD's repo server clones ssh:// repositories with the ssh client.
+command -v ssh >/dev/null 2>&1 || missing+=(openssh-client)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ -f /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
 [ -f /usr/share/zoneinfo/UTC ] || missing+=(tzdata)

@@ -165,7 +165,8 @@ func (s *SSHGitServer) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 
 // uploadPack runs git-upload-pack on dir over ch and returns its exit status.
 func (s *SSHGitServer) uploadPack(ch ssh.Channel, dir string) uint32 {
-	cmd := exec.Command("git", "upload-pack", "--strict", dir)
+	// Not --strict: a repository may be a working tree (<dir>/.git), as the e2e Git server's are.
+	cmd := exec.Command("git", "upload-pack", dir)
 	// Without safe.directory, git 2.39 answers a missing path with "dubious ownership"
 	// rather than "does not appear to be a git repository".
 	cmd.Env = append(s.env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*")

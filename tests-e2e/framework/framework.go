@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	"github.com/gitops-service/gitops-service/tests-e2e/gitserver"
 	"github.com/gitops-service/gitops-service/tests-e2e/stack"
 )
@@ -32,7 +33,9 @@ type Framework struct {
 	// Client is an admin client of the control plane, with every type of the service.
 	Client client.Client
 	Git    *gitserver.Server
-	dir    string
+	// GitSSHKey is the private key the Git server's SSH side (Git.SSH) accepts, as a deploy key.
+	GitSSHKey []byte
+	dir       string
 }
 
 // Start starts the service with Argo CD and an https Git server, in a fresh directory.
@@ -41,10 +44,14 @@ func Start(ctx context.Context) (*Framework, error) {
 	if err != nil {
 		return nil, err
 	}
+	sshKey, sshPub, err := testenv.NewSSHKey()
+	if err != nil {
+		return nil, err
+	}
 	s, err := stack.Start(ctx, stack.Options{
 		Dir:       dir,
 		ArgoCD:    true,
-		GitServer: &gitserver.Options{Addr: "127.0.0.1:0", TLS: true},
+		GitServer: &gitserver.Options{Addr: "127.0.0.1:0", TLS: true, SSHKey: sshPub},
 		Progress:  func(step string) { fmt.Fprintf(os.Stderr, "e2e: %s\n", step) },
 		// The binaries run with only the RBAC of their +kubebuilder:rbac markers, so that a
 		// missing marker fails the suite.
@@ -54,7 +61,7 @@ func Start(ctx context.Context) (*Framework, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	return &Framework{Stack: s, Client: s.ControlPlane.Client, Git: s.Git, dir: dir}, nil
+	return &Framework{Stack: s, Client: s.ControlPlane.Client, Git: s.Git, GitSSHKey: sshKey, dir: dir}, nil
 }
 
 // Stop stops everything and removes the directory (kept when keepLogs is set).

@@ -1,5 +1,6 @@
 // Package gitserver serves Git repositories over HTTP on loopback for the end-to-end tests
-// and the local stack: Git's own smart-HTTP server (git http-backend) behind net/http/cgi.
+// and the local stack: Git's own smart-HTTP server (git http-backend) behind net/http/cgi,
+// and, optionally, over SSH to one deploy key.
 // Repositories are ordinary working repositories on disk that the caller fills and commits
 // with Commit; repositories created private need HTTP basic authentication.
 package gitserver
@@ -18,6 +19,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
 
 // Server is a running Git server.
@@ -31,6 +36,8 @@ type Server struct {
 	private map[string]Credentials // repository name → credentials
 	// onCommit is Options.OnCommit.
 	onCommit func(name, branch, commit string) error
+	// SSH serves the repositories over SSH, when Options.SSHKey was set.
+	SSH *testenv.SSHGitServer
 }
 
 // Credentials of a private repository.
@@ -50,6 +57,9 @@ type Options struct {
 	// OnCommit, if set, runs after every commit, as a post-receive hook runs after a push
 	// (a webhook to the service, say); its error fails the commit.
 	OnCommit func(name, branch, commit string) error
+	// SSHKey, if set, also serves every repository over SSH (Server.SSH) to the holder of
+	// this key, as a deploy key.
+	SSHKey ssh.PublicKey
 }
 
 // Start serves the repositories under root (created if missing).
@@ -88,6 +98,13 @@ func Start(root string, opts Options) (*Server, error) {
 	} else {
 		s.http.Start()
 	}
+	if opts.SSHKey != nil {
+		env := append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if s.SSH, err = testenv.StartSSHGitServer(root, env, opts.SSHKey); err != nil {
+			s.http.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -115,6 +132,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 // Stop stops serving.
 func (s *Server) Stop() error {
 	s.http.Close()
+	if s.SSH != nil {
+		return s.SSH.Close()
+	}
 	return nil
 }
 

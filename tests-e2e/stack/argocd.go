@@ -35,6 +35,9 @@ type ArgoCDOptions struct {
 	// TrustedCAs are PEM authorities the repo server trusts, by Git server host name (what
 	// Argo CD's argocd-tls-certs-cm holds in a cluster).
 	TrustedCAs map[string][]byte
+	// KnownHosts are the lines of the SSH known hosts file the repo server checks Git
+	// servers' host keys against (what Argo CD's argocd-ssh-known-hosts-cm holds in a cluster).
+	KnownHosts []string
 }
 
 // ArgoCD is a running Argo CD: Redis, the repo server and the application controller.
@@ -130,6 +133,13 @@ func StartArgoCD(ctx context.Context, opts ArgoCDOptions) (a *ArgoCD, err error)
 			return nil, err
 		}
 	}
+	sshData := filepath.Join(work, "ssh")
+	if err := os.MkdirAll(sshData, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(sshData, "ssh_known_hosts"), []byte(strings.Join(opts.KnownHosts, "\n")+"\n"), 0o644); err != nil {
+		return nil, err
+	}
 	// A unix socket path must stay short; the log directory may be deep.
 	sockDir, err := os.MkdirTemp("", "argocd-askpass-")
 	if err != nil {
@@ -163,6 +173,7 @@ func StartArgoCD(ctx context.Context, opts ArgoCDOptions) (a *ArgoCD, err error)
 		"ARGOCD_FAKE_IN_CLUSTER=true",
 		"ARGOCD_GPG_ENABLED=false",
 		"ARGOCD_TLS_DATA_PATH=" + tlsData,
+		"ARGOCD_SSH_DATA_PATH=" + sshData,
 		"ARGOCD_RECONCILIATION_TIMEOUT=" + opts.ReconciliationTimeout.String(),
 		"ARGOCD_ASK_PASS_SOCK=" + filepath.Join(sockDir, "askpass.sock"),
 		// Git runs `argocd` as its credential helper (GIT_ASKPASS=argocd).

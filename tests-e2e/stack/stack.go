@@ -203,7 +203,10 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err := s.ControlPlane.Client.Create(ctx, engineNS); err != nil && !apierrors.IsAlreadyExists(err) {
 		return s, err
 	}
-	var gitCA string
+	var (
+		gitCA      string
+		knownHosts []string
+	)
 	if opts.GitServer != nil {
 		progress("starting the Git server")
 		gitDir := filepath.Join(dir, "git")
@@ -212,6 +215,9 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		}
 		if s.Git, err = gitserver.Start(gitDir, *opts.GitServer); err != nil {
 			return s, err
+		}
+		if s.Git.SSH != nil {
+			knownHosts = append(knownHosts, s.Git.SSH.KnownHosts())
 		}
 		if s.Git.CAPEM != nil {
 			gitCA = filepath.Join(dir, "git-ca.pem")
@@ -225,7 +231,8 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		if err := InstallArgoCD(ctx, s.ControlPlane.Client, EngineNamespace); err != nil {
 			return s, err
 		}
-		argoOpts := ArgoCDOptions{Kubeconfig: s.Kubeconfig, Namespace: EngineNamespace, Dir: s.LogDir, ReconciliationTimeout: opts.ArgoCDPolling}
+		argoOpts := ArgoCDOptions{Kubeconfig: s.Kubeconfig, Namespace: EngineNamespace, Dir: s.LogDir, ReconciliationTimeout: opts.ArgoCDPolling,
+			KnownHosts: knownHosts}
 		if gitCA != "" {
 			argoOpts.TrustedCAs = map[string][]byte{"127.0.0.1": s.Git.CAPEM}
 		}
