@@ -119,7 +119,7 @@ func Verify(ctx context.Context, repository string, creds *Credentials, caBundle
 	}
 	_, err = listContext(lctx, remote, opts)
 	switch {
-	case err != nil && ctx.Err() == nil && lctx.Err() != nil:
+	case err != nil && ctx.Err() == nil && (lctx.Err() != nil || isNetTimeout(err)):
 		return problem(v1.RepositoryCredentialReasonInvalidRepositoryUrl,
 			"the Git server of repository %s did not answer within %s: check spec.repository and that the server is reachable", u.Redacted(), timeout)
 	case err == nil, errors.Is(err, transport.ErrEmptyRemoteRepository):
@@ -135,6 +135,13 @@ func Verify(ctx context.Context, repository string, creds *Credentials, caBundle
 		return problem(v1.RepositoryCredentialReasonInvalidRepositoryUrl,
 			"repository %s could not be reached: %s", u.Redacted(), redact(cause(err), creds))
 	}
+}
+
+// isNetTimeout reports whether err is a connection that ran out of time (an SSH
+// connection's deadline, say).
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // isSSHAuthFailure reports whether the SSH handshake failed on authentication, which
@@ -195,10 +202,15 @@ func init() {
 	})
 }
 
-// deadlineProxy is the proxy option that ends an SSH connection after timeout.
+// deadlineProxy is the proxy option that ends an SSH connection soon after the check's
+// timeout: the check itself gives up at its timeout, and the deadline only makes sure the
+// connection goes with it.
 func deadlineProxy(timeout time.Duration) transport.ProxyOptions {
-	return transport.ProxyOptions{URL: deadlineScheme + "://direct?timeout=" + timeout.String()}
+	return transport.ProxyOptions{URL: deadlineScheme + "://direct?timeout=" + (timeout + deadlineSlack).String()}
 }
+
+// deadlineSlack lets the check's own timeout come first.
+const deadlineSlack = time.Second
 
 type deadlineDialer struct{ timeout time.Duration }
 
