@@ -15,6 +15,7 @@ require (
 	github.com/spf13/cobra v1.10.1
 	github.com/uptrace/bun v1.3.0
 	github.com/uptrace/bun/dialect/pgdialect v1.3.0
+	golang.org/x/crypto v0.53.0
 	golang.org/x/time v0.15.0
 	k8s.io/api v0.34.3
 	k8s.io/apimachinery v0.34.3
@@ -138,7 +139,6 @@ require (
 	go.uber.org/zap v1.27.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/crypto v0.53.0 // indirect
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect

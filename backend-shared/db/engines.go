@@ -1,8 +1,8 @@
 package db
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
