@@ -2,12 +2,11 @@ package managedenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -142,31 +141,26 @@ const reviewWorkers = 8
 // credentials of cs may not list and watch in ns ("" for every namespace).
 func confirm(ctx context.Context, cs kubernetes.Interface, ns string, kinds []kind) ([]kind, error) {
 	denied := make([]bool, len(kinds))
-	errs := make([]error, len(kinds))
-	sem := make(chan struct{}, reviewWorkers)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(reviewWorkers)
 	for i, k := range kinds {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			for _, verb := range watchVerbs {
 				review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 					Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 						Namespace: ns, Verb: verb, Group: k.Group, Resource: k.Resource}}}, metav1.CreateOptions{})
 				if err != nil {
-					errs[i] = err
-					return
+					return err
 				}
 				if !review.Status.Allowed {
 					denied[i] = true
-					return
+					return nil
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	var missing []kind
