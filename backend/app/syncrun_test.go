@@ -116,11 +116,7 @@ func TestSyncRunStatusFollowsTheSync(t *testing.T) {
 		Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "abc",
 		OperationState: succeededSyncState(run, "abc"),
 	})
-	h.g.Eventually(func() v1.GitOpsDeploymentSyncRunStatus {
-		got := &v1.GitOpsDeploymentSyncRun{}
-		h.g.Expect(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(run), got)).To(Succeed())
-		return got.Status
-	}, eventually, poll).Should(And(
+	h.g.Eventually(h.syncRunStatus(run), eventually, poll).Should(And(
 		HaveField("Health", v1.HealthStatusCodeHealthy),
 		HaveField("SyncStatus", v1.SyncStatusCodeSynced),
 	))

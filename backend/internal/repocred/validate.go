@@ -214,6 +214,7 @@ const deadlineSlack = time.Second
 
 type deadlineDialer struct{ timeout time.Duration }
 
+// Dial completes proxy.Dialer, which has no context; go-git calls DialContext.
 func (d deadlineDialer) Dial(network, addr string) (net.Conn, error) {
 	return d.DialContext(context.Background(), network, addr)
 }
