@@ -1,0 +1,43 @@
+package orphans
+
+import "testing"
+
+func TestDecide(t *testing.T) {
+	cm := Resource{Kind: "ConfigMap", Namespace: "team-a", Name: "settings"}
+	ours := map[string]string{AnnotationTrackingID: "gitopsdepl-1:/ConfigMap:team-a/settings"}
+	tests := []struct {
+		name        string
+		resource    Resource
+		live        Live
+		destination string
+		want        Verdict
+	}{
+		{"left behind and still tracked by the deleted application", cm, Live{Exists: true, Annotations: ours}, "team-a", Delete},
+		{"already gone", cm, Live{}, "team-a", Gone},
+		{"opted out", cm, Live{Exists: true, Annotations: map[string]string{
+			AnnotationTrackingID: ours[AnnotationTrackingID], AnnotationKeep: "true"}}, "team-a", KeepOptedOut},
+		{"opt-out needs the value true", cm, Live{Exists: true, Annotations: map[string]string{
+			AnnotationTrackingID: ours[AnnotationTrackingID], AnnotationKeep: "no"}}, "team-a", Delete},
+		{"tracked by another application", cm, Live{Exists: true, Annotations: map[string]string{
+			AnnotationTrackingID: "gitopsdepl-2:/ConfigMap:team-a/settings"}}, "team-a", KeepNotTracked},
+		{"not tracked at all", cm, Live{Exists: true}, "team-a", KeepNotTracked},
+		{"outside the destination", cm, Live{Exists: true, Annotations: ours}, "team-b", KeepOutsideDestination},
+		{"cluster-scoped", Resource{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "x"},
+			Live{Exists: true, Annotations: map[string]string{
+				AnnotationTrackingID: "gitopsdepl-1:rbac.authorization.k8s.io/ClusterRole:/x"}}, "team-a", KeepOutsideDestination},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Decide("gitopsdepl-1", tt.destination, tt.resource, tt.live); got != tt.want {
+				t.Fatalf("Decide = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTrackingID(t *testing.T) {
+	got := TrackingID("gitopsdepl-1", Resource{Group: "apps", Kind: "Deployment", Namespace: "team-a", Name: "web"})
+	if want := "gitopsdepl-1:apps/Deployment:team-a/web"; got != want {
+		t.Fatalf("TrackingID = %q, want %q", got, want)
+	}
+}
