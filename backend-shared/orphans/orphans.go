@@ -16,7 +16,7 @@ const (
 
 // Resource names one resource as an Application's status lists it.
 type Resource struct {
-	Group, Kind, Namespace, Name string
+	Group, Version, Kind, Namespace, Name string
 }
 
 func (r Resource) String() string {
