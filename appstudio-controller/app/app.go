@@ -64,7 +64,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.SandboxProvisioner, "devsandbox-provisioner", true,
 		"Run the "+sandbox.Name+" DeploymentTarget provisioner, which creates Developer Sandbox SpaceRequests; "+
 			"it is skipped when the API server does not serve toolchain.dev.openshift.com/v1alpha1 SpaceRequests.")
-	fs.DurationVar(&o.PromotionTimeout, "promotion-timeout", 10*time.Minute, "How long a PromotionRun waits for all components to be Synced and Healthy before it fails.")
+	fs.DurationVar(&o.PromotionTimeout, "promotion-timeout", 10*time.Minute, "How long a PromotionRun waits for all components to be Synced and Healthy before it fails "+
+		"(per step of an automated PromotionRun: step k fails k timeouts after the run started).")
 	fs.DurationVar(&o.BindingApplicationGrace, "binding-application-grace", bindinggc.DefaultGrace,
 		"Delete a SnapshotEnvironmentBinding whose Application (spec.application) has not existed for this long; 0 disables it. "+
 			"It is skipped when the API server does not serve appstudio.redhat.com/v1alpha1 Applications.")

@@ -109,6 +109,10 @@ func TestAutomatedPromotionFailsAtStaging(t *testing.T) {
 	h.g.Expect(r.Status.State).To(Equal(appstudio.PromotionRunStateComplete))
 	h.g.Expect(r.Status.EnvironmentStatus).To(ConsistOf(step(1, "dev", appstudio.PromotionRunEnvironmentStatusSuccess),
 		step(2, "staging", appstudio.PromotionRunEnvironmentStatusFailed)))
+	h.g.Expect(r.Status.EnvironmentStatus).To(ContainElement(And(step(2, "staging", appstudio.PromotionRunEnvironmentStatusFailed),
+		HaveField("DisplayStatus", ContainSubstring("Not all components were synced and healthy within 5s")))))
+	h.g.Expect(r.Status.Conditions).To(ContainElement(And(HaveField("Type", appstudio.PromotionRunConditionType("Ready")),
+		HaveField("Status", appstudio.PromotionRunConditionStatus("False")), HaveField("Message", ContainSubstring("within 5s")))))
 	h.g.Expect(r.Status.ActiveBindings).To(Equal([]string{"appa-staging-generated-binding"}))
 	h.g.Expect(h.binding("appa-prod").Spec.Snapshot).To(Equal("s0"))
 	h.g.Expect(h.bindingMissing("appa-prod-generated-binding")()).To(BeTrue())
