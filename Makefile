@@ -34,7 +34,7 @@ run: deps binaries ## Run the service locally: API server, PostgreSQL, Argo CD, 
 # CD there) and the chaos test (its short form: 200 changes) each start their own stack
 # (API server, PostgreSQL); they run one after the other, after the other tests, because
 # two stacks at once overload two cores.
-E2E_PACKAGES := ./tests-e2e/e2e/... ./tests-e2e/refresh/...
+E2E_PACKAGES := ./tests-e2e/e2e/... ./tests-e2e/refresh/... ./tests-e2e/orphans/...
 REMOTE_ENGINE_PACKAGES := ./tests-e2e/remoteengine/...
 CHAOS_PACKAGES := ./tests-e2e/chaos/...
 
@@ -43,7 +43,7 @@ test: test-integration test-images test-e2e test-install ## Run every test: unit
 
 .PHONY: test-integration
 test-integration: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
-	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v -e '/tests-e2e/e2e' -e '/tests-e2e/refresh' -e '/tests-e2e/remoteengine' -e '/tests-e2e/chaos' -e '/tests-e2e/install')
+	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v -e '/tests-e2e/e2e' -e '/tests-e2e/refresh' -e '/tests-e2e/orphans' -e '/tests-e2e/remoteengine' -e '/tests-e2e/chaos' -e '/tests-e2e/install')
 
 .PHONY: test-e2e
 test-e2e: deps binaries ## Run the end-to-end suite against a real Argo CD and Git server, an engine instance on a second cluster, and the short chaos test.

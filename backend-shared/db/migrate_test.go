@@ -172,6 +172,11 @@ INSERT INTO applications (id, tenant_id, name, engine_instance_id, spec, refresh
 INSERT INTO operation_signals (engine_instance_id, operation_id, cr_created)
     VALUES ('00000000-0000-0000-0000-0000000000a3', '00000000-0000-0000-0000-000000000071', true);
 `,
+	8: `
+INSERT INTO leftover_resources (engine_instance_id, application_name, destination_server, destination_namespace, resources, remove_after)
+    VALUES ('00000000-0000-0000-0000-0000000000a3', 'gitopsdepl-uid9', 'https://kubernetes.default.svc', 'team',
+            '[{"version": "v1", "kind": "ConfigMap", "namespace": "team", "name": "settings"}]', '2026-11-27T10:00:00Z');
+`,
 }
 
 // tableColumns lists the columns of every application table.

@@ -11,10 +11,12 @@ import (
 )
 
 // Remove deletes, through c (a client for the deployment's destination cluster), each
-// listed resource that Decide allows, and returns those it deleted. The delete carries the
-// resourceVersion that was decided on, so a resource changed meanwhile (taken over by
-// another Application, opted out) is left alone.
-func Remove(ctx context.Context, c client.Client, application, destination string, resources []Resource) ([]Resource, error) {
+// listed resource that Decide allows, and returns those it deleted. trackedByLive says
+// whether a live Application lists a resource. The delete carries the resourceVersion that
+// was decided on, so a resource changed meanwhile (taken over by another Application,
+// opted out) is left alone.
+func Remove(ctx context.Context, c client.Client, application, destination string, resources []Resource,
+	trackedByLive func(Resource) bool) ([]Resource, error) {
 	var removed []Resource
 	for _, r := range resources {
 		obj := &unstructured.Unstructured{}
@@ -24,7 +26,7 @@ func Remove(ctx context.Context, c client.Client, application, destination strin
 			err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, obj)
 			switch {
 			case err == nil:
-				live = Live{Exists: true, Annotations: obj.GetAnnotations()}
+				live = Live{Exists: true, Annotations: obj.GetAnnotations(), TrackedByLive: trackedByLive(r)}
 			case !apierrors.IsNotFound(err):
 				return removed, fmt.Errorf("reading %s: %w", r, err)
 			}

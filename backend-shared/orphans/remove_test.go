@@ -40,9 +40,11 @@ func TestRemoveDeletesOnlyWhatTheDeletedApplicationStillTracks(t *testing.T) {
 	takenOver := configMap(ns, "taken-over", map[string]string{
 		AnnotationTrackingID: TrackingID("gitopsdepl-live", Resource{Kind: "ConfigMap", Namespace: ns, Name: "taken-over"})})
 	elsewhere := configMap(other, "elsewhere", tracked(other, "elsewhere"))
+	listedByLive := configMap(ns, "listed-by-live", tracked(ns, "listed-by-live"))
 	missing := Resource{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "missing"}
 
-	removed, err := Remove(ctx, cp.Client, app, ns, []Resource{leftBehind, optedOut, takenOver, elsewhere, missing})
+	removed, err := Remove(ctx, cp.Client, app, ns, []Resource{leftBehind, optedOut, takenOver, elsewhere, listedByLive, missing},
+		func(r Resource) bool { return r == listedByLive })
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(removed).To(ConsistOf(leftBehind))
 
@@ -55,4 +57,5 @@ func TestRemoveDeletesOnlyWhatTheDeletedApplicationStillTracks(t *testing.T) {
 	g.Expect(exists(optedOut)).To(BeTrue(), "the opted-out ConfigMap was deleted")
 	g.Expect(exists(takenOver)).To(BeTrue(), "the ConfigMap another Application tracks was deleted")
 	g.Expect(exists(elsewhere)).To(BeTrue(), "a ConfigMap outside the destination was deleted")
+	g.Expect(exists(listedByLive)).To(BeTrue(), "a ConfigMap a live Application lists was deleted")
 }

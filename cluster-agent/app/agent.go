@@ -19,10 +19,12 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/dbmetrics"
+	"github.com/gitops-service/gitops-service/backend-shared/orphans"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/appstatus"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/argoapp"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/credsecret"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/leftovers"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/opgc"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/sweep"
@@ -53,6 +55,13 @@ type Options struct {
 	// OperationRetryLimit is how long an operation whose handler keeps failing is retried
 	// before it is marked Failed; 0 retries forever.
 	OperationRetryLimit time.Duration
+	// OrphanGracePeriod is how long resources a force-deleted Application left behind stay
+	// before they are removed; 0 leaves them.
+	OrphanGracePeriod time.Duration
+	// ArgoCDServiceAccount is the ServiceAccount of Argo CD's application controller in the
+	// engine namespace, whose token removes left-behind resources in the cluster Argo CD
+	// runs on.
+	ArgoCDServiceAccount string
 
 	// Not flags: polling while waiting for Argo CD (defaults of the handlers), and, for
 	// tests running several managers in one process, skipping the controller name check.
@@ -78,6 +87,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How often finished operations past their retention are deleted, with their Operation CRs (jittered; 0 disables).")
 	fs.DurationVar(&o.SweepInterval, "sweep-interval", sweep.DefaultInterval,
 		"How often labelled Argo CD Applications, Secrets and AppProjects without a row are deleted and missing Operation CRs re-created (jittered ±20%; 0 disables).")
+	fs.DurationVar(&o.OrphanGracePeriod, "orphaned-resource-grace-period", leftovers.DefaultGracePeriod,
+		"How long resources that a deleted Application left behind (Argo CD did not prune them within --application-deletion-timeout) "+
+			"stay before those still tracked by it alone and not annotated "+orphans.AnnotationKeep+"=true are deleted (0: never).")
+	fs.StringVar(&o.ArgoCDServiceAccount, "argocd-service-account", leftovers.DefaultArgoCDServiceAccount,
+		"ServiceAccount of Argo CD's application controller in the engine namespace: left-behind resources on the cluster Argo CD runs on are deleted with its token.")
 	fs.DurationVar(&o.OperationRetryLimit, "operation-retry-limit", operation.DefaultRetryLimit,
 		"How long an operation that keeps failing (API or database errors) is retried, with backoff, before it is marked Failed (0: forever).")
 }
@@ -143,6 +157,7 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		db.OperationResourceApplication: &argoapp.Applications{
 			Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Projects: projects,
 			DeletionTimeout: opts.ApplicationDeletionTimeout, PollInterval: opts.DeletionPollInterval,
+			OrphanGracePeriod: opts.OrphanGracePeriod,
 		},
 		db.OperationResourceAppProject: projects,
 		db.OperationResourceSyncOperation: &syncop.Handler{
@@ -172,6 +187,15 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		if err := mgr.Add(&credsecret.ServiceCluster{Client: c, Reader: mgr.GetAPIReader(), Identity: id,
 			Kubeconfig: opts.Engine.ServiceClusterKubeconfig, Interval: opts.ServiceClusterInterval}); err != nil {
 			return engine.Identity{}, fmt.Errorf("adding the service cluster Secret: %w", err)
+		}
+	}
+	if opts.OrphanGracePeriod > 0 {
+		remover := &leftovers.Remover{
+			Client: c, APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(), DB: bdb, Store: store, Identity: id,
+			Interval: min(opts.OrphanGracePeriod, time.Minute), ArgoCDServiceAccount: opts.ArgoCDServiceAccount,
+		}
+		if err := mgr.Add(remover.Task()); err != nil {
+			return engine.Identity{}, fmt.Errorf("adding the leftovers remover: %w", err)
 		}
 	}
 	sweeper := &sweep.Sweeper{

@@ -16,6 +16,7 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,6 +95,12 @@ func InstallArgoCD(ctx context.Context, c client.Client, namespace string) error
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "argocd-rbac-cm", Namespace: namespace, Labels: partOf}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "argocd-secret", Namespace: namespace, Labels: partOf},
 			StringData: map[string]string{"server.secretkey": hex.EncodeToString(key)}},
+		// The application controller's ServiceAccount, bound as Argo CD's install binds it: the
+		// cluster-agent removes what a deleted Application left behind with its token.
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "argocd-application-controller", Namespace: namespace, Labels: partOf}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "argocd-application-controller-" + namespace, Labels: partOf},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "argocd-application-controller", Namespace: namespace}}},
 		&argov1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: namespace},
 			Spec: argov1alpha1.AppProjectSpec{
 				SourceRepos:              []string{"*"},

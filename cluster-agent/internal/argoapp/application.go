@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/orphans"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
@@ -52,6 +55,10 @@ type Applications struct {
 	DeletionTimeout time.Duration
 	// PollInterval is how often a deletion in progress is checked (default 2s).
 	PollInterval time.Duration
+	// OrphanGracePeriod is how long after a forced deletion the resources Argo CD last
+	// listed are left to their owners before the leftovers remover deletes those still
+	// tracked by the deleted Application; zero records nothing, so nothing is removed.
+	OrphanGracePeriod time.Duration
 }
 
 var _ operation.Handler = (*Applications)(nil)
@@ -135,7 +142,8 @@ func (a *Applications) delete(ctx context.Context, t operation.Target) (operatio
 		}
 	}
 	tenantID := t.TenantID
-	var waiting, forced, leftovers []string
+	var waiting, forced []string
+	var leftovers []orphans.Resource
 	remaining := a.poll()
 	for i := range apps {
 		app := &apps[i]
@@ -155,7 +163,7 @@ func (a *Applications) delete(ctx context.Context, t operation.Target) (operatio
 		}
 		if wasForced {
 			forced = append(forced, app.Name)
-			leftovers = append(leftovers, resourceNames(app.Status.Resources)...)
+			leftovers = append(leftovers, listedResources(app)...)
 			continue
 		}
 		waiting = append(waiting, app.Name)
@@ -174,7 +182,11 @@ func (a *Applications) delete(ctx context.Context, t operation.Target) (operatio
 		msg := fmt.Sprintf("Argo CD Application %s deleted, but Argo CD did not finish pruning its resources within %s, "+
 			"so its finalizer was removed: %s", strings.Join(forced, ", "), a.DeletionTimeout, argocd.MessageResourcesMayRemain)
 		if len(leftovers) > 0 {
-			msg += ": " + summarize(leftovers, maxListedLeftovers)
+			msg += ": " + orphans.List(leftovers, maxListedLeftovers)
+			if a.OrphanGracePeriod > 0 {
+				msg += fmt.Sprintf("; those in the destination namespace still left in %s are removed unless annotated %s=true",
+					a.OrphanGracePeriod, orphans.AnnotationKeep)
+			}
 		}
 		return operation.Completed(msg), nil
 	}
@@ -193,11 +205,38 @@ func (a *Applications) awaitDeletion(ctx context.Context, app *argov1alpha1.Appl
 		return false, min(a.poll(), max(a.DeletionTimeout-elapsed, 100*time.Millisecond)), nil
 	}
 	if hasArgoFinalizer(app) {
+		if err := a.recordLeftovers(ctx, app); err != nil {
+			return false, 0, err
+		}
 		if err := a.removeArgoFinalizers(ctx, app); err != nil {
 			return false, 0, err
 		}
 	}
 	return true, a.poll(), nil
+}
+
+// recordLeftovers records, before Argo CD's finalizer is removed, the resources of app's
+// destination namespace that Argo CD last listed, for the leftovers remover.
+func (a *Applications) recordLeftovers(ctx context.Context, app *argov1alpha1.Application) error {
+	resources := slices.DeleteFunc(listedResources(app), func(r orphans.Resource) bool {
+		return r.Namespace == "" || r.Namespace != app.Spec.Destination.Namespace
+	})
+	if a.OrphanGracePeriod <= 0 || len(resources) == 0 {
+		return nil
+	}
+	err := a.Store.RecordLeftovers(ctx, a.DB, &db.Leftovers{
+		EngineInstanceID:     a.Identity.InstanceID,
+		ApplicationName:      app.Name,
+		DestinationName:      app.Spec.Destination.Name,
+		DestinationServer:    app.Spec.Destination.Server,
+		DestinationNamespace: app.Spec.Destination.Namespace,
+		Resources:            resources,
+		RemoveAfter:          time.Now().Add(a.OrphanGracePeriod),
+	})
+	if err != nil {
+		return fmt.Errorf("recording what Application %s may leave behind: %w", app.Name, err)
+	}
+	return nil
 }
 
 // find returns the Argo CD Applications of an application id, by name and by label, as
@@ -277,24 +316,11 @@ func apiMessage(err error) string {
 // maxListedLeftovers bounds the resources named in an operation's state.
 const maxListedLeftovers = 10
 
-// resourceNames names the resources Argo CD last listed for an Application
-// ("Kind namespace/name", or "Kind name" for cluster-scoped ones).
-func resourceNames(resources []argov1alpha1.ResourceStatus) []string {
-	names := make([]string, 0, len(resources))
-	for _, r := range resources {
-		if r.Namespace == "" {
-			names = append(names, r.Kind+" "+r.Name)
-		} else {
-			names = append(names, r.Kind+" "+r.Namespace+"/"+r.Name)
-		}
+// listedResources are the resources Argo CD last listed for an Application.
+func listedResources(app *argov1alpha1.Application) []orphans.Resource {
+	out := make([]orphans.Resource, 0, len(app.Status.Resources))
+	for _, r := range app.Status.Resources {
+		out = append(out, orphans.Resource{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name})
 	}
-	return names
-}
-
-// summarize joins the first limit names and says how many more there are.
-func summarize(names []string, limit int) string {
-	if len(names) <= limit {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s (and %d more)", strings.Join(names[:limit], ", "), len(names)-limit)
+	return out
 }

@@ -39,6 +39,7 @@ type Store interface {
 	ApplicationAdopted(ctx context.Context, idb bun.IDB, id string) (bool, error)
 	FinishApplicationMove(ctx context.Context, idb bun.IDB, id, from string) error
 	TenantServedBy(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (bool, error)
+	RecordLeftovers(ctx context.Context, idb bun.IDB, l *db.Leftovers) error
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=appprojects,verbs=get;list;watch;create;update;patch;delete
