@@ -184,6 +184,20 @@ func Application(namespace, name, applicationID, tenantID string, spec argov1alp
 	}
 }
 
+// SyncOperationID is the id of the sync operation (the SyncRun's UID) an Argo CD
+// operation was started for, "" for one the cluster-agent did not start for a SyncRun.
+func SyncOperationID(op *argov1alpha1.Operation) string {
+	if op == nil {
+		return ""
+	}
+	for _, info := range op.Info {
+		if info != nil && info.Name == InfoSyncOperationID {
+			return info.Value
+		}
+	}
+	return ""
+}
+
 // SyncOperation is the `operation` a manual sync patches into an Application: a sync to
 // revision with the spec's sync options and retry strategy. It does not prune, as the
 // original service's manual sync and `argocd app sync` without --prune do not: a resource

@@ -177,6 +177,11 @@ INSERT INTO leftover_resources (engine_instance_id, application_name, destinatio
     VALUES ('00000000-0000-0000-0000-0000000000a3', 'gitopsdepl-uid9', 'https://kubernetes.default.svc', 'team',
             '[{"version": "v1", "kind": "ConfigMap", "namespace": "team", "name": "settings"}]', '2026-11-27T10:00:00Z');
 `,
+	9: `
+INSERT INTO sync_operations (id, tenant_id, application_id, deployment_name, revision, result_phase, result_message)
+    VALUES ('00000000-0000-0000-0000-000000000052', '00000000-0000-0000-0000-0000000000f1',
+            '00000000-0000-0000-0000-0000000000b1', 'web', 'main', 'Failed', 'one or more objects failed to apply');
+`,
 }
 
 // tableColumns lists the columns of every application table.

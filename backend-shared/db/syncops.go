@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 )
 
@@ -28,6 +29,10 @@ type SyncOperation struct {
 	DeploymentName string           `bun:"deployment_name,notnull"`
 	Revision       string           `bun:"revision,notnull"`
 	DesiredState   SyncDesiredState `bun:"desired_state,nullzero,notnull,default:'Running'"`
+	// ResultPhase and ResultMessage say how Argo CD's sync ended (Succeeded, Failed, Error);
+	// empty until the cluster-agent saw it end.
+	ResultPhase   string `bun:"result_phase,notnull"`
+	ResultMessage string `bun:"result_message,notnull"`
 	CreatedAt      time.Time        `bun:"created_at,nullzero,notnull,default:current_timestamp"`
 	UpdatedAt      time.Time        `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
 }
@@ -72,6 +77,23 @@ func (s *Store) UpdateSyncOperationDesiredState(ctx context.Context, idb bun.IDB
 		return translate(err)
 	}
 	return notFoundIfNone(res, "sync operation "+id)
+}
+
+// RecordSyncResult records how the sync of sync operation id, on application
+// applicationID, ended, unless a result is recorded already (the first one is the sync's:
+// Argo CD does not run one sync operation twice). A sync operation that does not exist, or
+// is another application's, is left alone.
+func (s *Store) RecordSyncResult(ctx context.Context, idb bun.IDB, applicationID, id, phase, message string) error {
+	if uuid.Validate(id) != nil {
+		return nil // an id written by someone else than the cluster-agent: no sync operation of ours
+	}
+	_, err := idb.NewUpdate().Model((*SyncOperation)(nil)).
+		Set("result_phase = ?", phase).
+		Set("result_message = ?", message).
+		Set("updated_at = now()").
+		Where("id = ? AND application_id = ? AND result_phase = ''", id, applicationID).
+		Exec(ctx)
+	return translate(err)
 }
 
 // DeleteSyncOperation deletes one of the tenant's sync operations and its CR mapping.

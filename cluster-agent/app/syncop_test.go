@@ -116,3 +116,56 @@ func TestSyncOperationWithdrawnBeforeArgoCDStarts(t *testing.T) {
 	g.Expect(op.HumanReadableState).To(Equal("sync of Argo CD Application " + name + " withdrawn before Argo CD started it"))
 	g.Expect(e.argoApp(name).Operation).To(BeNil())
 }
+
+// TestASyncKeepsItsResultWhenTheNextSyncReplacesIt: how a SyncRun's sync ended is kept with
+// its sync operation, whether the agent sees Argo CD finish it or only finds it finished
+// when the next sync replaces Argo CD's operation state.
+func TestASyncKeepsItsResultWhenTheNextSyncReplacesIt(t *testing.T) {
+	e := startAgent(t, true, nil)
+	g := e.g()
+	tenant := e.tenant()
+	uid := uuid.NewString()
+	name := argocd.ApplicationName(types.UID(uid))
+	row := e.application(tenant, uid, repoURL, "apps/one", "team-a", false)
+	e.completed(e.signal(db.OperationResourceApplication, row.ID, tenant.ID).ID)
+	syncOp := func() *db.SyncOperation {
+		so := &db.SyncOperation{TenantID: tenant.ID, ApplicationID: row.ID, DeploymentName: "depl", Revision: "main"}
+		g.Expect(e.store.CreateSyncOperation(e.ctx, e.db, so)).To(Succeed())
+		return so
+	}
+	result := func(so *db.SyncOperation) func() ([]string, error) {
+		return func() ([]string, error) {
+			got, err := e.store.GetSyncOperation(e.ctx, e.db, tenant.ID, so.ID)
+			if err != nil {
+				return nil, err
+			}
+			return []string{got.ResultPhase, got.ResultMessage}, nil
+		}
+	}
+	finishedState := func(so *db.SyncOperation, phase synccommon.OperationPhase, message string, finishedAt *metav1.Time) func(*argov1alpha1.Application) {
+		return func(a *argov1alpha1.Application) {
+			a.Operation = nil
+			a.Status.OperationState = &argov1alpha1.OperationState{
+				Operation: argov1alpha1.Operation{Sync: &argov1alpha1.SyncOperation{Revision: "main"},
+					Info: []*argov1alpha1.Info{{Name: argocd.InfoSyncOperationID, Value: so.ID}}},
+				Phase: phase, Message: message, StartedAt: metav1.Now(), FinishedAt: finishedAt,
+			}
+		}
+	}
+
+	// Argo CD finishes the first sync and the agent sees it.
+	first := syncOp()
+	now := metav1.Now()
+	e.argoUpdate(name, finishedState(first, synccommon.OperationFailed, "one or more objects failed to apply", &now))
+	g.Eventually(result(first), timeout, interval).Should(Equal([]string{"Failed", "one or more objects failed to apply"}))
+
+	// The second finished in a status the agent did not record (no finish time), and the
+	// third sync replaces it: its result is kept first.
+	second, third := syncOp(), syncOp()
+	e.argoUpdate(name, finishedState(second, synccommon.OperationSucceeded, "successfully synced", nil))
+	g.Consistently(result(second), time.Second, interval).Should(Equal([]string{"", ""}))
+	e.completed(e.signal(db.OperationResourceSyncOperation, third.ID, tenant.ID).ID)
+	g.Expect(e.argoApp(name).Operation.Info).To(ContainElement(&argov1alpha1.Info{Name: argocd.InfoSyncOperationID, Value: third.ID}))
+	g.Expect(result(second)()).To(Equal([]string{"Succeeded", "successfully synced"}))
+	g.Expect(result(first)()).To(Equal([]string{"Failed", "one or more objects failed to apply"}), "a kept result never changes")
+}

@@ -125,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := metav1.Now()
 
 	var ev transitions
-	depl, err := r.start(ctx, run)
+	depl, syncOp, err := r.start(ctx, run)
 	progress := outcome.Working(ReasonWaitingForDeployment, "Waiting for the GitOpsDeployment to be reconciled", true)
 	switch {
 	case outcome.IsUser(err) || outcome.As(err) != nil && outcome.As(err).Kind == outcome.Transient:
@@ -134,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case err != nil:
 		r.raise(&ev, run, string(v1.GitOpsDeploymentSyncRunReasonErrorOccurred), outcome.InternalMessage, outcome.InternalMessage, now)
 	case depl != nil:
-		progress = r.followDeployment(&ev, run, depl, now)
+		progress = r.followDeployment(&ev, run, depl, syncOp, now)
 	}
 	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}.End(ctx, run, start, outcome.Status{
 		Conditions:         outcome.GitOpsConditions{List: &run.Status.Conditions},
@@ -158,49 +158,49 @@ func (ev *transitions) add(eventType, reason, message string) {
 	*ev = append(*ev, event{eventType, reason, message})
 }
 
-// start creates the sync operation of run, once. It returns the GitOpsDeployment when the
-// sync has been requested.
-func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (*v1.GitOpsDeployment, error) {
+// start creates the sync operation of run, once. It returns the GitOpsDeployment and the
+// sync operation when the sync has been requested.
+func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (*v1.GitOpsDeployment, *db.SyncOperation, error) {
 	revision, err := validation.SyncRunRevision(&run.Spec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	depl := &v1.GitOpsDeployment{}
 	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.GitopsDeploymentName}
 	if err := r.Client.Get(ctx, key, depl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, outcome.TransientError(ReasonDeploymentNotFound, deploymentRetry, "GitOpsDeployment %q does not exist in namespace %q; the sync starts once it does", key.Name, key.Namespace)
+			return nil, nil, outcome.TransientError(ReasonDeploymentNotFound, deploymentRetry, "GitOpsDeployment %q does not exist in namespace %q; the sync starts once it does", key.Name, key.Namespace)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if depl.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated {
-		return nil, outcome.UserError(ReasonDeploymentAutomated, msgAutomated)
+		return nil, nil, outcome.UserError(ReasonDeploymentAutomated, msgAutomated)
 	}
 	tenant, err := r.Tenancy.Tenant(ctx, r.DB, run.Namespace)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if syncOp, err := r.Store.GetSyncOperation(ctx, r.DB, tenant.ID, string(run.UID)); err == nil {
 		run.Status.Revision = syncOp.Revision
-		return depl, r.ensureSignalled(ctx, string(run.UID))
+		return depl, syncOp, r.ensureSignalled(ctx, string(run.UID))
 	} else if !errors.Is(err, db.ErrNotFound) {
-		return nil, err
+		return nil, nil, err
 	}
 	app, err := r.Store.GetApplication(ctx, r.DB, tenant.ID, string(depl.UID))
 	if errors.Is(err, db.ErrNotFound) {
 		// The deployment has not been reconciled yet; its next change requeues us.
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if revision == "" {
 		revision = depl.Spec.Source.TargetRevision
 	}
 	var op *db.Operation
+	syncOp := &db.SyncOperation{ID: string(run.UID), TenantID: tenant.ID, ApplicationID: app.ID,
+		DeploymentName: depl.Name, Revision: revision, DesiredState: db.SyncRunning}
 	err = r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		syncOp := &db.SyncOperation{ID: string(run.UID), TenantID: tenant.ID, ApplicationID: app.ID,
-			DeploymentName: depl.Name, Revision: revision, DesiredState: db.SyncRunning}
 		if err := r.Store.CreateSyncOperation(ctx, tx, syncOp); err != nil {
 			return err
 		}
@@ -215,13 +215,13 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	run.Status.Revision = revision
 	if r.Recorder != nil {
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, EventSyncRequested, "Sync of GitOpsDeployment %s to %q requested", depl.Name, revision)
 	}
-	return depl, r.Signal.CRs(ctx, op)
+	return depl, syncOp, r.Signal.CRs(ctx, op)
 }
 
 // ensureSignalled creates the CR of a waiting operation whose CR an earlier reconcile did
@@ -244,7 +244,8 @@ func (r *Reconciler) ensureSignalled(ctx context.Context, syncOpID string) error
 // followDeployment copies the deployment's health and sync status, and reports the outcome
 // of Argo CD's sync operation. Once the sync is requested, an earlier error that held it back
 // (no deployment yet, an automated one, an internal error) is resolved, with an Event.
-func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentSyncRun, depl *v1.GitOpsDeployment, now metav1.Time) outcome.Progress {
+func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentSyncRun, depl *v1.GitOpsDeployment,
+	syncOp *db.SyncOperation, now metav1.Time) outcome.Progress {
 	// A finished sync's result stays: a later sync of the deployment (another SyncRun's, an
 	// automated one) is not this one's.
 	if done, ok := finished(run); ok {
@@ -252,21 +253,20 @@ func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentS
 	}
 	run.Status.Health = depl.Status.Health.Status
 	run.Status.SyncStatus = depl.Status.Sync.Status
-	if op := depl.Status.OperationState; op != nil && syncOperationID(op) == string(run.UID) {
-		switch op.Phase {
-		case "Succeeded":
-			if r.setCondition(run, v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved, msgSucceeded, now) {
-				ev.add(corev1.EventTypeNormal, EventSyncSucceeded, msgSucceeded)
-			}
-			return outcome.Done(ReasonSyncSucceeded, msgSucceeded)
-		case "Failed", "Error":
-			msg := "Sync operation " + string(op.Phase)
-			if op.Message != "" {
-				msg += ": " + op.Message
-			}
-			r.raise(ev, run, EventSyncFailed, op.Message, msg, now)
-			return outcome.Failed(ReasonSyncFailed, msg)
+	phase, message := syncResult(string(run.UID), depl.Status.OperationState, syncOp)
+	switch phase {
+	case "Succeeded":
+		if r.setCondition(run, v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentSyncRunReasonErrorOccurredResolved, msgSucceeded, now) {
+			ev.add(corev1.EventTypeNormal, EventSyncSucceeded, msgSucceeded)
 		}
+		return outcome.Done(ReasonSyncSucceeded, msgSucceeded)
+	case "Failed", "Error":
+		msg := "Sync operation " + phase
+		if message != "" {
+			msg += ": " + message
+		}
+		r.raise(ev, run, EventSyncFailed, message, msg, now)
+		return outcome.Failed(ReasonSyncFailed, msg)
 	}
 	// Requested and not finished: nothing holds the sync back any more.
 	var changed bool
@@ -277,6 +277,23 @@ func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentS
 			"The earlier error is resolved; the sync is requested.")
 	}
 	return outcome.Working(ReasonSyncing, "The sync is requested; waiting for Argo CD to finish it", false)
+}
+
+// syncResult is how the sync of the SyncRun with this UID ended, "" while it has not: the
+// result the cluster-agent kept with its sync operation, else the deployment's operation
+// state when it is that sync's (a later sync replaces it).
+func syncResult(runUID string, state *v1.OperationState, syncOp *db.SyncOperation) (phase, message string) {
+	if syncOp != nil && syncOp.ResultPhase != "" {
+		return syncOp.ResultPhase, syncOp.ResultMessage
+	}
+	if state == nil || syncOperationID(state) != runUID {
+		return "", ""
+	}
+	switch state.Phase {
+	case "Succeeded", "Failed", "Error":
+		return string(state.Phase), state.Message
+	}
+	return "", ""
 }
 
 // finished is the outcome a SyncRun's status already records for its sync, once that sync

@@ -42,6 +42,7 @@ type Store interface {
 	GetApplicationForEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID, id string) (*db.Application, error)
 	UpsertApplicationState(ctx context.Context, idb bun.IDB, st *db.ApplicationState) (changed bool, err error)
 	LockApplicationOperationState(ctx context.Context, idb bun.IDB, applicationID string) (*argov1alpha1.OperationState, error)
+	RecordSyncResult(ctx context.Context, idb bun.IDB, applicationID, id, phase, message string) error
 }
 
 // Reconciler records the state of the service's Argo CD Applications.
@@ -125,6 +126,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				return err
 			}
 			sync = newlyFinished(prev, st.OperationState)
+			// A SyncRun's result is kept with its sync operation: the next sync replaces
+			// the operation state.
+			if id := argocd.SyncOperationID(&st.OperationState.Operation); sync != nil && id != "" {
+				if err := r.Store.RecordSyncResult(ctx, tx, st.ApplicationID, id, string(st.OperationState.Phase), st.OperationState.Message); err != nil {
+					return err
+				}
+			}
 		}
 		if changed, err = r.Store.UpsertApplicationState(ctx, tx, st); err != nil || !changed {
 			return err

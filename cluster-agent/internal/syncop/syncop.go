@@ -39,6 +39,7 @@ type Store interface {
 	GetSyncOperation(ctx context.Context, idb bun.IDB, tenantID, id string) (*db.SyncOperation, error)
 	GetApplicationForEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID, id string) (*db.Application, error)
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
+	RecordSyncResult(ctx context.Context, idb bun.IDB, applicationID, id, phase, message string) error
 }
 
 // Handler carries out SyncOperation operations (resource id: the sync operation's id,
@@ -119,6 +120,9 @@ func (h *Handler) sync(ctx context.Context, so *db.SyncOperation, row *db.Applic
 	if Busy(app) {
 		return operation.Waiting(fmt.Sprintf("waiting for the running operation of Argo CD Application %s to finish", app.Name), h.poll()), nil
 	}
+	if err := h.keepResult(ctx, row.ID, app.Status.OperationState); err != nil {
+		return operation.Outcome{}, err
+	}
 	op := argocd.SyncOperation(row.Spec, so.Revision, Initiator)
 	op.Info = append(op.Info, &argov1alpha1.Info{Name: argocd.InfoSyncOperationID, Value: so.ID})
 	patch := map[string]any{
@@ -154,7 +158,7 @@ func (h *Handler) terminate(ctx context.Context, so *db.SyncOperation, app *argo
 	var done string
 	switch {
 	case running:
-		if other := syncOperationID(&state.Operation); other != "" && other != so.ID {
+		if other := argocd.SyncOperationID(&state.Operation); other != "" && other != so.ID {
 			return operation.Completed(fmt.Sprintf("the running operation of Argo CD Application %s belongs to another sync; left running", app.Name)), nil
 		}
 		patch = map[string]any{"status": map[string]any{"operationState": map[string]any{"phase": synccommon.OperationTerminating}}}
@@ -173,6 +177,27 @@ func (h *Handler) terminate(ctx context.Context, so *db.SyncOperation, app *argo
 		return operation.Outcome{}, err
 	}
 	return operation.Completed(done), nil
+}
+
+// keepResult records the result of the finished sync the next sync is about to replace in
+// the Application's status, so that its SyncRun keeps it even if the backend never saw it.
+func (h *Handler) keepResult(ctx context.Context, applicationID string, state *argov1alpha1.OperationState) error {
+	if state == nil {
+		return nil
+	}
+	id := argocd.SyncOperationID(&state.Operation)
+	switch state.Phase {
+	case synccommon.OperationSucceeded, synccommon.OperationFailed, synccommon.OperationError:
+	default:
+		return nil
+	}
+	if id == "" {
+		return nil
+	}
+	if err := h.Store.RecordSyncResult(ctx, h.DB, applicationID, id, string(state.Phase), state.Message); err != nil {
+		return fmt.Errorf("recording the result of sync operation %s: %w", id, err)
+	}
+	return nil
 }
 
 func (h *Handler) patch(ctx context.Context, app *argov1alpha1.Application, patch map[string]any) error {
@@ -217,16 +242,7 @@ func Busy(app *argov1alpha1.Application) bool {
 }
 
 func ownedBy(op *argov1alpha1.Operation, id string) bool {
-	return op != nil && syncOperationID(op) == id
-}
-
-func syncOperationID(op *argov1alpha1.Operation) string {
-	for _, info := range op.Info {
-		if info != nil && info.Name == argocd.InfoSyncOperationID {
-			return info.Value
-		}
-	}
-	return ""
+	return op != nil && argocd.SyncOperationID(op) == id
 }
 
 func apiMessage(err error) string {
