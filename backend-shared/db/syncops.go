@@ -31,10 +31,10 @@ type SyncOperation struct {
 	DesiredState   SyncDesiredState `bun:"desired_state,nullzero,notnull,default:'Running'"`
 	// ResultPhase and ResultMessage say how Argo CD's sync ended (Succeeded, Failed, Error);
 	// empty until the cluster-agent saw it end.
-	ResultPhase   string `bun:"result_phase,notnull"`
-	ResultMessage string `bun:"result_message,notnull"`
-	CreatedAt      time.Time        `bun:"created_at,nullzero,notnull,default:current_timestamp"`
-	UpdatedAt      time.Time        `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+	ResultPhase   string    `bun:"result_phase,notnull"`
+	ResultMessage string    `bun:"result_message,notnull"`
+	CreatedAt     time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+	UpdatedAt     time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
 }
 
 // CreateSyncOperation inserts op for tenant op.TenantID (its application must be the
