@@ -6,7 +6,6 @@ package orphans_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -38,30 +37,17 @@ data:
 func TestWhatArgoCDLeftBehindIsRemovedAfterTheGracePeriod(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
 	g, ctx := NewWithT(t), t.Context()
-	dir, err := os.MkdirTemp("", "gitops-orphans-")
-	g.Expect(err).NotTo(HaveOccurred())
-	s, err := stack.Start(ctx, stack.Options{
-		Dir: dir, ArgoCD: true, Binaries: []string{"backend", "cluster-agent"},
+	s := stack.StartForTest(t, stack.Options{
+		ArgoCD: true, Binaries: []string{"backend", "cluster-agent"},
 		GitServer: &gitserver.Options{Addr: "127.0.0.1:0"},
 		Args:      map[string][]string{"cluster-agent": {"--application-deletion-timeout=5s", "--orphaned-resource-grace-period=5s"}},
-		Progress:  func(what string) { t.Logf("stack: %s", what) },
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		_ = s.Stop()
-		if t.Failed() {
-			stack.DumpLogs(os.Stderr, s.LogDir, 20_000)
-			t.Logf("all logs: %s", s.LogDir)
-			return
-		}
-		_ = os.RemoveAll(dir)
 	})
 	c := s.ControlPlane.Client
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-"}}
 	g.Expect(c.Create(ctx, ns)).To(Succeed())
 	g.Expect(s.Git.Create("app", nil)).To(Succeed())
-	_, err = s.Git.Commit("app", map[string]string{
+	_, err := s.Git.Commit("app", map[string]string{
 		"app/left-behind.yaml": ConfigMap("left-behind", "greeting", "hello"),
 		"app/kept.yaml":        keptConfigMap,
 	}, "two ConfigMaps")

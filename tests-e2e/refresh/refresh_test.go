@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -54,23 +53,10 @@ func (h *hooks) onCommit(name, branch, commit string) error {
 func TestARefreshReachesArgoCDWithoutPolling(t *testing.T) {
 	g, ctx := NewWithT(t), t.Context()
 	h := &hooks{ctx: ctx, repos: map[string][2]string{}}
-	dir, err := os.MkdirTemp("", "gitops-refresh-")
-	g.Expect(err).NotTo(HaveOccurred())
-	s, err := stack.Start(ctx, stack.Options{
-		Dir: dir, ArgoCD: true, ArgoCDPolling: time.Hour, GitWebhook: true,
+	s := stack.StartForTest(t, stack.Options{
+		ArgoCD: true, ArgoCDPolling: time.Hour, GitWebhook: true,
 		Binaries:  []string{"backend", "cluster-agent"},
 		GitServer: &gitserver.Options{Addr: "127.0.0.1:0", TLS: true, OnCommit: h.onCommit},
-		Progress:  func(what string) { t.Logf("stack: %s", what) },
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		_ = s.Stop()
-		if t.Failed() {
-			stack.DumpLogs(os.Stderr, s.LogDir, 20_000)
-			t.Logf("all logs: %s", s.LogDir)
-			return
-		}
-		_ = os.RemoveAll(dir)
 	})
 	h.s = s
 	c := s.ControlPlane.Client

@@ -40,27 +40,13 @@ const (
 func startService(t *testing.T) (*stack.Stack, *testenv.ControlPlane) {
 	t.Helper()
 	g, ctx := NewWithT(t), t.Context()
-	dir, err := os.MkdirTemp("", "gitops-remote-engine-")
-	g.Expect(err).NotTo(HaveOccurred())
-	s, err := stack.Start(ctx, stack.Options{
-		Dir:       dir,
+	s := stack.StartForTest(t, stack.Options{
 		Binaries:  []string{"backend"},
 		GitServer: &gitserver.Options{Addr: "127.0.0.1:0", TLS: true},
 		// The engine cluster's agent registers the only instance.
 		Args:     map[string][]string{"backend": {"--engine-namespace="}},
 		Progress: func(what string) { t.Logf("service's cluster: %s", what) },
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		_ = s.Stop()
-		if t.Failed() {
-			stack.DumpLogs(os.Stderr, s.LogDir, 20_000)
-			stack.DumpLogs(os.Stderr, filepath.Join(s.LogDir, engineCluster), 20_000)
-			t.Logf("all logs: %s", s.LogDir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	})
+	}, engineCluster)
 	g.Expect(stack.Build(ctx, s.BinDir, "cluster-agent")).To(Succeed())
 
 	t.Log("engine cluster: starting kube-apiserver, etcd, Argo CD and the cluster-agent")
