@@ -279,14 +279,18 @@ func (r *Reconciler) followDeployment(ev *transitions, run *v1.GitOpsDeploymentS
 	return outcome.Working(ReasonSyncing, "The sync is requested; waiting for Argo CD to finish it", false)
 }
 
-// syncResult is how the sync of the SyncRun with this UID ended, "" while it has not: the
-// result the cluster-agent kept with its sync operation, else the deployment's operation
-// state when it is that sync's (a later sync replaces it).
+// syncResult is how the sync of the SyncRun with this UID ended, "" while it has not. While
+// the deployment's operation state is that sync's, it is read there, with the sync and
+// health status it came with. Once another operation has replaced it there, it is the result
+// the cluster-agent kept with the sync operation (the deployment may never have shown it).
 func syncResult(runUID string, state *v1.OperationState, syncOp *db.SyncOperation) (phase, message string) {
-	if syncOp != nil && syncOp.ResultPhase != "" {
-		return syncOp.ResultPhase, syncOp.ResultMessage
-	}
-	if state == nil || syncOperationID(state) != runUID {
+	switch {
+	case state == nil:
+		return "", ""
+	case syncOperationID(state) != runUID:
+		if syncOp != nil {
+			return syncOp.ResultPhase, syncOp.ResultMessage
+		}
 		return "", ""
 	}
 	switch state.Phase {

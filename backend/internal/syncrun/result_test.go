@@ -25,8 +25,10 @@ func TestSyncResult(t *testing.T) {
 		{"its sync is running", state(mine, "Running", ""), &db.SyncOperation{}, "", ""},
 		{"its sync succeeded", state(mine, "Succeeded", "successfully synced"), &db.SyncOperation{}, "Succeeded", "successfully synced"},
 		{"its sync failed", state(mine, "Error", "boom"), nil, "Error", "boom"},
+		{"its result was kept, and the deployment shows it: read with its status", state(mine, "Succeeded", "synced"), kept, "Succeeded", "synced"},
+		{"its result was kept before the deployment showed any", nil, kept, "", ""},
 		{"another run's sync replaced it, the result was kept", state(theirs, "Running", ""), kept, "Failed", kept.ResultMessage},
-		{"the kept result wins over the live state", state(mine, "Succeeded", ""), kept, "Failed", kept.ResultMessage},
+		{"an automated sync replaced it, the result was kept", &v1.OperationState{Phase: "Running"}, kept, "Failed", kept.ResultMessage},
 		{"another run's result is not this one's", state(theirs, "Succeeded", ""), &db.SyncOperation{}, "", ""},
 		{"a sync the service did not start", &v1.OperationState{Phase: "Succeeded"}, &db.SyncOperation{}, "", ""},
 	}
