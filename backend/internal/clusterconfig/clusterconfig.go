@@ -7,26 +7,26 @@ import (
 	"errors"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/kubeconfig"
 )
 
 // FromCredentials is the client configuration of stored cluster credentials: the
-// kubeconfig's context KubeconfigContext (else its current one), or Host with the bearer
-// token. Errors never quote the kubeconfig.
+// kubeconfig's context KubeconfigContext (else its current one), read by the rules of
+// package kubeconfig, or Host with the bearer token. Errors never quote the kubeconfig.
 func FromCredentials(creds *db.ClusterCredentials) (*rest.Config, error) {
 	if creds.Kubeconfig == "" {
 		return &rest.Config{Host: creds.Host, BearerToken: string(creds.BearerToken),
 			TLSClientConfig: rest.TLSClientConfig{Insecure: creds.AllowInsecureSkipTLSVerify}}, nil
 	}
-	raw, err := clientcmd.Load([]byte(creds.Kubeconfig))
-	if err != nil {
+	c, err := kubeconfig.Parse([]byte(creds.Kubeconfig), kubeconfig.Options{Context: creds.KubeconfigContext})
+	if kubeconfig.KindOf(err) == kubeconfig.Unparseable {
 		return nil, errors.New("the stored kubeconfig cannot be parsed")
 	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, creds.KubeconfigContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 	if err != nil {
+		// Not wrapped: the stored kubeconfig's context names are no one's business.
 		return nil, errors.New("no client can be built from the stored kubeconfig")
 	}
-	return cfg, nil
+	return c.RESTConfig()
 }

@@ -17,11 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	"github.com/gitops-service/gitops-service/backend-shared/kubeconfig"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 
 	"github.com/gitops-service/gitops-service/backend/internal/jitter"
@@ -72,86 +70,28 @@ func Resolve(env *v1.GitOpsDeploymentManagedEnvironment, secret *corev1.Secret) 
 	if !ok || len(data) == 0 {
 		return nil, credErr(v1.ManagedEnvironmentReasonMissingKubeConfigField, "Secret %q has no 'kubeconfig' key", secret.Name)
 	}
-	cfg, err := clientcmd.Load(data)
-	if err != nil {
-		// The parser's message may quote the document, which holds credentials.
+	creds, err := kubeconfig.Parse(data, kubeconfig.Options{Server: apiURL})
+	switch kubeconfig.KindOf(err) {
+	case "":
+	case kubeconfig.Unparseable:
 		return nil, credErr(v1.ManagedEnvironmentReasonUnableToParseKubeconfigData, "the 'kubeconfig' of Secret %q is not a valid kubeconfig file", secret.Name)
-	}
-	contextName := contextFor(cfg, apiURL)
-	if contextName == "" {
+	case kubeconfig.NoContext:
 		return nil, credErr(v1.ManagedEnvironmentReasonUnableToLocateContext,
 			"the kubeconfig of Secret %q has no context whose cluster's server is %s (spec.apiURL)", secret.Name, apiURL)
+	default:
+		// Local files (a tokenFile could make the service send its own credentials to
+		// spec.apiURL), plugins, no credentials: the message says which, quoting nothing.
+		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient, "%s", err.Error())
 	}
-	// Paths in the kubeconfig name files of the service's own filesystem: a tokenFile could
-	// make it send its own credentials to spec.apiURL. Only inline data is accepted.
-	if refs := fileReferences(cfg, contextName); len(refs) > 0 {
-		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient,
-			"context %q of the kubeconfig refers to local files (%s), which the service does not read: embed their content instead (token, client-certificate-data, client-key-data, certificate-authority-data)",
-			contextName, strings.Join(refs, ", "))
-	}
-	overrides := &clientcmd.ConfigOverrides{}
+	contextName := creds.Context
 	if env.Spec.AllowInsecureSkipTLSVerify {
-		overrides.ClusterInfo.InsecureSkipTLSVerify = true
-		overrides.ClusterInfo.CertificateAuthorityData = nil
+		creds.Insecure, creds.CAData = true, nil
 	}
-	restConfig, err := clientcmd.NewNonInteractiveClientConfig(*cfg, contextName, overrides, nil).ClientConfig()
+	restConfig, err := creds.RESTConfig()
 	if err != nil {
 		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient, "no client can be built from context %q of the kubeconfig", contextName)
 	}
-	if restConfig.ExecProvider != nil || restConfig.AuthProvider != nil {
-		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient,
-			"context %q authenticates with an exec or auth-provider plugin, which the service cannot run: use a bearer token", contextName)
-	}
-	if restConfig.BearerToken == "" && (len(restConfig.CertData) == 0 || len(restConfig.KeyData) == 0) &&
-		(restConfig.Username == "" || restConfig.Password == "") {
-		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient,
-			"context %q of the kubeconfig has no credentials: use a bearer token, a client certificate and key, or a username and password", contextName)
-	}
 	return &Connection{Config: restConfig, ContextName: contextName}, nil
-}
-
-// fileReferences lists the fields of context contextName's user and cluster that name files.
-func fileReferences(cfg *clientcmdapi.Config, contextName string) []string {
-	var refs []string
-	c := cfg.Contexts[contextName]
-	if user, ok := cfg.AuthInfos[c.AuthInfo]; ok && user != nil {
-		if user.TokenFile != "" {
-			refs = append(refs, "tokenFile")
-		}
-		if user.ClientCertificate != "" {
-			refs = append(refs, "client-certificate")
-		}
-		if user.ClientKey != "" {
-			refs = append(refs, "client-key")
-		}
-	}
-	if cluster := cfg.Clusters[c.Cluster]; cluster != nil && cluster.CertificateAuthority != "" {
-		refs = append(refs, "certificate-authority")
-	}
-	return refs
-}
-
-// contextFor returns the context whose cluster's server is apiURL: the current context when
-// it qualifies, else the first in name order.
-func contextFor(cfg *clientcmdapi.Config, apiURL string) string {
-	matches := func(name string) bool {
-		c, ok := cfg.Contexts[name]
-		if !ok {
-			return false
-		}
-		cluster, ok := cfg.Clusters[c.Cluster]
-		return ok && argocd.SameAPIURL(cluster.Server, apiURL)
-	}
-	if matches(cfg.CurrentContext) {
-		return cfg.CurrentContext
-	}
-	best := ""
-	for name := range cfg.Contexts {
-		if matches(name) && (best == "" || name < best) {
-			best = name
-		}
-	}
-	return best
 }
 
 // bound makes every call through cfg, the dial included, give up after timeout

@@ -19,12 +19,11 @@ import (
 	applyrbacv1 "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/kubeconfig"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/internal/clusterconfig"
 )
@@ -320,15 +319,10 @@ func (in *installer) fail(err error, step, permission string) error {
 // credentials).
 func serviceAccountCredentials(env *v1.GitOpsDeploymentManagedEnvironment, conn *Connection, token string) (*db.ClusterCredentials, error) {
 	host := env.Spec.APIURL
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[storedContext] = &clientcmdapi.Cluster{
-		Server: host, CertificateAuthorityData: conn.Config.CAData,
-		InsecureSkipTLSVerify: conn.Config.Insecure, TLSServerName: conn.Config.ServerName,
-	}
-	cfg.AuthInfos[storedContext] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts[storedContext] = &clientcmdapi.Context{Cluster: storedContext, AuthInfo: storedContext}
-	cfg.CurrentContext = storedContext
-	data, err := clientcmd.Write(*cfg)
+	data, err := (&kubeconfig.Credentials{
+		Context: storedContext, Server: host, CAData: conn.Config.CAData, Insecure: conn.Config.Insecure,
+		ServerName: conn.Config.ServerName, BearerToken: token,
+	}).Write()
 	if err != nil {
 		return nil, fmt.Errorf("writing the ServiceAccount's kubeconfig: %w", err)
 	}

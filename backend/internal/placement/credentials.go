@@ -9,10 +9,9 @@ import (
 	"github.com/uptrace/bun"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/kubeconfig"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend/internal/clusterconfig"
 	"github.com/gitops-service/gitops-service/backend/internal/signal"
@@ -56,41 +55,27 @@ func (c *Command) setClusterCredentials(ctx context.Context, out io.Writer, clus
 
 // EngineClusterCredentials reads a kubeconfig file into the credentials the backend stores
 // for an engine cluster: only the chosen context (kubeContext, else the current one), with
-// the files it names inlined, since the backend runs elsewhere. Credential plugins are
-// refused: the backend runs no programs. It returns the client configuration they give, too.
-// Errors never quote the file's content.
+// the files it names inlined, since the backend runs elsewhere; read by the rules of package
+// kubeconfig for an operator's file (credential plugins are refused: the backend runs no
+// programs). It returns the client configuration they give, too. Errors never quote the
+// file's content.
 func EngineClusterCredentials(path, kubeContext string) (*db.ClusterCredentials, *rest.Config, error) {
-	raw, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s is not a readable kubeconfig file", path)
+	kc, err := kubeconfig.Load(path, kubeconfig.Options{Context: kubeContext})
+	if kubeconfig.KindOf(err) == kubeconfig.Unparseable {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if kubeContext != "" {
-		raw.CurrentContext = kubeContext
-	}
-	if err := clientcmdapi.MinifyConfig(raw); err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig %s: %w", path, err)
-	}
-	if err := clientcmdapi.FlattenConfig(raw); err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig %s: reading the files it names: %w", path, err)
-	}
-	for _, user := range raw.AuthInfos {
-		if user.Exec != nil || user.AuthProvider != nil {
-			return nil, nil, fmt.Errorf("kubeconfig %s: credential plugins are not supported; use a bearer token or a client certificate", path)
-		}
-		if user.TokenFile != "" {
-			return nil, nil, fmt.Errorf("kubeconfig %s: a token file is not supported; put the token in the kubeconfig", path)
-		}
-	}
-	data, err := clientcmd.Write(*raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
-	creds := &db.ClusterCredentials{Kubeconfig: db.Secret(data)}
+	data, err := kc.Write()
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	creds := &db.ClusterCredentials{Kubeconfig: db.Secret(data), Host: kc.Server}
 	cfg, err := clusterconfig.FromCredentials(creds)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
-	creds.Host = cfg.Host
 	return creds, cfg, nil
 }
 

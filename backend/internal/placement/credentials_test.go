@@ -58,6 +58,21 @@ contexts:
 	current, _, err := placement.EngineClusterCredentials(path, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(current.Host).To(Equal("https://west.example.com:6443"))
+
+	// A token file is read and stored inline, as the CA file is.
+	writeFile(t, dir, "token", "file-token\n")
+	fromFile, _, err := placement.EngineClusterCredentials(writeFile(t, dir, "with-token-file", `apiVersion: v1
+kind: Config
+current-context: c
+clusters: [{name: c, cluster: {server: "https://east.example.com"}}]
+users: [{name: u, user: {tokenFile: token}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+`), "")
+	g.Expect(err).NotTo(HaveOccurred())
+	stored, err = clientcmd.Load([]byte(fromFile.Kubeconfig))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored.AuthInfos["c"].Token).To(Equal("file-token"))
+	g.Expect(stored.AuthInfos["c"].TokenFile).To(BeEmpty())
 }
 
 func TestEngineClusterCredentialsRefuseWhatTheBackendCannotUse(t *testing.T) {
@@ -69,14 +84,21 @@ current-context: c
 clusters: [{name: c, cluster: {server: "https://east.example.com"}}]
 users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: get-token, args: [plugin-secret]}}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
-`, "credential plugins are not supported"},
-		"token file": {`apiVersion: v1
+`, "exec or auth-provider plugin"},
+		"unreadable token file": {`apiVersion: v1
 kind: Config
 current-context: c
 clusters: [{name: c, cluster: {server: "https://east.example.com"}}]
-users: [{name: u, user: {tokenFile: /var/run/token}}]
+users: [{name: u, user: {tokenFile: /nonexistent/token}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
-`, "token file is not supported"},
+`, "reading the token file"},
+		"no credentials": {`apiVersion: v1
+kind: Config
+current-context: c
+clusters: [{name: c, cluster: {server: "https://east.example.com"}}]
+users: [{name: u, user: {username: plugin-secret}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+`, "has no credentials"},
 		"not a kubeconfig": {"plugin-secret: [", "not a readable kubeconfig file"},
 		"unknown context":  {"apiVersion: v1\nkind: Config\n", "context"},
 	} {

@@ -11,18 +11,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
+	"github.com/gitops-service/gitops-service/backend-shared/kubeconfig"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
@@ -99,6 +97,11 @@ func (c *Clusters) Handle(ctx context.Context, t operation.Target) (operation.Ou
 	return operation.Completed(fmt.Sprintf("cluster Secret %s is up to date", name)), nil
 }
 
+// noCredentials says that a managed environment's stored credentials give Argo CD nothing
+// to authenticate with.
+const noCredentials = "the managed environment's credentials have no bearer token, client certificate and key, or username and password: " +
+	"use a kubeconfig whose user has one of them inline, or createNewServiceAccount: true"
+
 // ClusterFromCredentials describes a managed environment's cluster for its Argo CD cluster
 // Secret. The credentials are the stored bearer token (a ServiceAccount token the backend
 // installed) or, failing that, those of the kubeconfig user of the context
@@ -121,68 +124,35 @@ func ClusterFromCredentials(envID, tenantID string, creds *db.ClusterCredentials
 		return argocd.Cluster{}, "the managed environment has no API URL"
 	}
 	if creds.Kubeconfig != "" {
-		cfg, err := clientcmd.Load([]byte(creds.Kubeconfig))
-		if err != nil {
-			// The parser's error may quote the document: do not pass it on.
+		kc, err := kubeconfig.Parse([]byte(creds.Kubeconfig), kubeconfig.Options{
+			Server: creds.Host, Context: creds.KubeconfigContext, CredentialsOptional: cluster.BearerToken != "",
+		})
+		switch kubeconfig.KindOf(err) {
+		case "":
+		case kubeconfig.Unparseable:
 			return argocd.Cluster{}, "the managed environment's kubeconfig cannot be parsed"
-		}
-		clusterName, kc := clusterByServer(cfg, creds.Host)
-		if kc == nil {
+		case kubeconfig.NoContext:
 			return argocd.Cluster{}, fmt.Sprintf("the managed environment's kubeconfig has no cluster whose server is %s", creds.Host)
+		case kubeconfig.NoCredentials:
+			return argocd.Cluster{}, noCredentials
+		default:
+			return argocd.Cluster{}, "the managed environment's kubeconfig: " + err.Error()
 		}
-		cluster.CAData = kc.CertificateAuthorityData
-		if cluster.BearerToken == "" {
-			if user := userOf(cfg, clusterName, creds.KubeconfigContext); user != nil {
-				switch {
-				case user.Token != "":
-					cluster.BearerToken = user.Token
-				case len(user.ClientCertificateData) > 0 && len(user.ClientKeyData) > 0:
-					cluster.CertData, cluster.KeyData = user.ClientCertificateData, user.ClientKeyData
-				case user.Username != "" && user.Password != "":
-					cluster.Username, cluster.Password = user.Username, user.Password
-				}
-			}
+		cluster.CAData = kc.CAData
+		switch {
+		case cluster.BearerToken != "":
+		case kc.BearerToken != "":
+			cluster.BearerToken = kc.BearerToken
+		case len(kc.CertData) > 0 && len(kc.KeyData) > 0:
+			cluster.CertData, cluster.KeyData = kc.CertData, kc.KeyData
+		default:
+			cluster.Username, cluster.Password = kc.Username, kc.Password
 		}
 	}
 	if cluster.BearerToken == "" && len(cluster.CertData) == 0 && cluster.Username == "" {
-		return argocd.Cluster{}, "the managed environment's credentials have no bearer token, client certificate and key, or username and password: " +
-			"use a kubeconfig whose user has one of them inline, or createNewServiceAccount: true"
+		return argocd.Cluster{}, noCredentials
 	}
 	return cluster, ""
-}
-
-// clusterByServer finds the kubeconfig cluster whose server is apiURL, ignoring trailing
-// slashes as the backend does (by name order, for a stable choice).
-func clusterByServer(cfg *clientcmdapi.Config, apiURL string) (string, *clientcmdapi.Cluster) {
-	names := make([]string, 0, len(cfg.Clusters))
-	for name := range cfg.Clusters {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if c := cfg.Clusters[name]; c != nil && argocd.SameAPIURL(c.Server, apiURL) {
-			return name, c
-		}
-	}
-	return "", nil
-}
-
-// userOf is the user of the preferred context on clusterName: the named context, else the
-// current context, else the first context by name.
-func userOf(cfg *clientcmdapi.Config, clusterName, preferred string) *clientcmdapi.AuthInfo {
-	candidates := []string{preferred, cfg.CurrentContext}
-	names := make([]string, 0, len(cfg.Contexts))
-	for name := range cfg.Contexts {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	candidates = append(candidates, names...)
-	for _, name := range candidates {
-		if ctx := cfg.Contexts[name]; name != "" && ctx != nil && ctx.Cluster == clusterName {
-			return cfg.AuthInfos[ctx.AuthInfo]
-		}
-	}
-	return nil
 }
 
 // Repositories carries out RepositoryCredential operations (resource id: the repository

@@ -12,7 +12,7 @@ import (
 
 const apiURL = "https://api.example.com:6443"
 
-func kubeconfig(t *testing.T, mutate func(*clientcmdapi.Config)) db.Secret {
+func kubeconfigDoc(t *testing.T, mutate func(*clientcmdapi.Config)) db.Secret {
 	t.Helper()
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["other"] = &clientcmdapi.Cluster{Server: "https://other.example.com", CertificateAuthorityData: []byte("other-ca")}
@@ -52,32 +52,32 @@ func TestClusterFromCredentials(t *testing.T) {
 		problem   string
 	}{
 		{name: "stored bearer token wins", wantToken: "sa-token", wantCA: "target-ca",
-			creds: db.ClusterCredentials{Host: apiURL, BearerToken: "sa-token", Kubeconfig: kubeconfig(t, nil)}},
+			creds: db.ClusterCredentials{Host: apiURL, BearerToken: "sa-token", Kubeconfig: kubeconfigDoc(t, nil)}},
 		{name: "bearer token without kubeconfig", wantToken: "sa-token",
 			creds: db.ClusterCredentials{Host: apiURL, BearerToken: "sa-token"}},
 		{name: "named context", wantToken: "viewer-token", wantCA: "target-ca",
-			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "b-viewer"}},
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfigDoc(t, nil), KubeconfigContext: "b-viewer"}},
 		{name: "current context when it uses the cluster", wantToken: "viewer-token", wantCA: "target-ca",
-			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, func(c *clientcmdapi.Config) { c.CurrentContext = "b-viewer" })}},
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfigDoc(t, func(c *clientcmdapi.Config) { c.CurrentContext = "b-viewer" })}},
 		{name: "first context of the cluster by name", wantToken: "admin-token", wantCA: "target-ca",
-			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil)}},
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfigDoc(t, nil)}},
 		{name: "named context of another cluster is ignored", wantToken: "admin-token", wantCA: "target-ca",
-			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "other"}},
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfigDoc(t, nil), KubeconfigContext: "other"}},
 		{name: "client certificate", wantCert: "c", wantKey: "k", wantCA: "target-ca",
-			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "c-cert"}},
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfigDoc(t, nil), KubeconfigContext: "c-cert"}},
 		{name: "username and password", wantUser: "u", wantPass: "p", wantCA: "target-ca",
-			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "d-basic"}},
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfigDoc(t, nil), KubeconfigContext: "d-basic"}},
 		{name: "stored bearer token wins over a client certificate", wantToken: "sa-token", wantCA: "target-ca",
-			creds: db.ClusterCredentials{Host: apiURL, BearerToken: "sa-token", Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "c-cert"}},
+			creds: db.ClusterCredentials{Host: apiURL, BearerToken: "sa-token", Kubeconfig: kubeconfigDoc(t, nil), KubeconfigContext: "c-cert"}},
 		{name: "API URL with a trailing slash", wantToken: "admin-token", wantCA: "target-ca",
-			creds: db.ClusterCredentials{Host: apiURL + "/", Kubeconfig: kubeconfig(t, nil)}},
+			creds: db.ClusterCredentials{Host: apiURL + "/", Kubeconfig: kubeconfigDoc(t, nil)}},
 		{name: "kubeconfig server with a trailing slash", wantToken: "admin-token", wantCA: "target-ca",
-			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["target"].Server = apiURL + "/" })}},
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfigDoc(t, func(c *clientcmdapi.Config) { c.Clusters["target"].Server = apiURL + "/" })}},
 		{name: "no credentials",
-			creds:   db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfig(t, nil), KubeconfigContext: "e-empty"},
+			creds:   db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfigDoc(t, nil), KubeconfigContext: "e-empty"},
 			problem: "the managed environment's credentials have no bearer token, client certificate and key, or username and password: use a kubeconfig whose user has one of them inline, or createNewServiceAccount: true"},
 		{name: "no cluster with the API URL",
-			creds:   db.ClusterCredentials{Host: "https://nowhere.example.com", Kubeconfig: kubeconfig(t, nil)},
+			creds:   db.ClusterCredentials{Host: "https://nowhere.example.com", Kubeconfig: kubeconfigDoc(t, nil)},
 			problem: "the managed environment's kubeconfig has no cluster whose server is https://nowhere.example.com"},
 		{name: "unparseable kubeconfig",
 			creds:   db.ClusterCredentials{Host: apiURL, Kubeconfig: "token: secret-value\n\t: ["},

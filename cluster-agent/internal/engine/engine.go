@@ -15,11 +15,11 @@ import (
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/kubeconfig"
 )
 
 // Defaults of the flags.
@@ -125,42 +125,21 @@ func Register(ctx context.Context, reader client.Reader, idb bun.IDB, store Stor
 	return id, err
 }
 
-// LoadServiceCluster reads the --service-cluster-kubeconfig file: its current context, with
-// the files it names loaded. Argo CD needs the credentials themselves, so credential plugins
-// (exec, auth providers) are refused. Errors never quote the file's content.
+// LoadServiceCluster reads the --service-cluster-kubeconfig file: its current context, by
+// the rules of package kubeconfig for an operator's file (the files it names are read;
+// credential plugins are refused, since Argo CD needs the credentials themselves). Errors
+// never quote the file's content.
 func LoadServiceCluster(path string) (*rest.Config, error) {
-	raw, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading --service-cluster-kubeconfig %s: not a readable kubeconfig file", path)
+	creds, err := kubeconfig.Load(path, kubeconfig.Options{})
+	if kubeconfig.KindOf(err) == kubeconfig.Unparseable {
+		return nil, fmt.Errorf("reading --service-cluster-kubeconfig %s: %w", path, err)
 	}
-	// Files it names are relative to it, as kubectl reads them.
-	if err := clientcmd.ResolveLocalPaths(raw); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: %w", path, err)
 	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: no usable current context", path)
-	}
-	if !strings.HasPrefix(cfg.Host, "https://") {
-		// Argo CD's cluster Secret names the server by URL.
+	if !strings.HasPrefix(creds.Server, "https://") {
+		// Argo CD's cluster Secret names the server by URL, and would send the token in the clear.
 		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: the server must be an https:// URL", path)
 	}
-	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
-		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: credential plugins are not supported; use a bearer token or a client certificate", path)
-	}
-	if cfg.BearerTokenFile != "" {
-		token, err := os.ReadFile(cfg.BearerTokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("--service-cluster-kubeconfig %s: reading its token file: %w", path, err)
-		}
-		cfg.BearerToken = string(token)
-	}
-	cfg.BearerToken = strings.TrimSpace(cfg.BearerToken)
-	if err := rest.LoadTLSFiles(cfg); err != nil {
-		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: reading its certificate files: %w", path, err)
-	}
-	if cfg.BearerToken == "" && (len(cfg.CertData) == 0 || len(cfg.KeyData) == 0) {
-		return nil, fmt.Errorf("--service-cluster-kubeconfig %s: its user has neither a bearer token nor a client certificate and key", path)
-	}
-	return cfg, nil
+	return creds.RESTConfig()
 }
