@@ -233,37 +233,6 @@ func TestManagedEnvironmentCRUD(t *testing.T) {
 	g.Expect(f.count(t, "cluster_credentials")).To(Equal(before))
 }
 
-func TestClusterAccessCRUD(t *testing.T) {
-	t.Parallel()
-	g, f := g(t), newFixture(t)
-	tenant := f.newTenant(t)
-	env, _ := f.newEnv(t, tenant.ID)
-
-	ca := &db.ClusterAccess{TenantID: tenant.ID, ManagedEnvironmentID: env.ID, EngineInstanceID: f.instance.ID}
-	created, err := f.store.GetOrCreateClusterAccess(f.ctx, f.db, ca)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(created).To(BeTrue())
-	created, err = f.store.GetOrCreateClusterAccess(f.ctx, f.db, ca)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(created).To(BeFalse())
-
-	got, err := f.store.GetClusterAccess(f.ctx, f.db, tenant.ID, env.ID, f.instance.ID)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got.CreatedAt).NotTo(BeZero())
-	list, err := f.store.ListClusterAccess(f.ctx, f.db, tenant.ID)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(list).To(HaveLen(1))
-
-	g.Expect(f.store.DeleteClusterAccess(f.ctx, f.db, tenant.ID, env.ID, f.instance.ID)).To(Succeed())
-	g.Expect(f.store.DeleteClusterAccess(f.ctx, f.db, tenant.ID, env.ID, f.instance.ID)).To(MatchError(db.ErrNotFound))
-
-	// Access goes with its environment.
-	_, err = f.store.GetOrCreateClusterAccess(f.ctx, f.db, ca)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.store.DeleteManagedEnvironment(f.ctx, f.db, tenant.ID, env.ID)).To(Succeed())
-	g.Expect(f.count(t, "cluster_access")).To(BeZero())
-}
-
 func TestApplicationCRUD(t *testing.T) {
 	t.Parallel()
 	g, f := g(t), newFixture(t)
@@ -639,41 +608,6 @@ func TestAPICRMappingCRUD(t *testing.T) {
 	g.Expect(f.store.DeleteAPICRMapping(f.ctx, f.db, tenant.ID, db.APIResourceManagedEnvironment, list[0].APIResourceUID)).To(MatchError(db.ErrNotFound))
 	_, err = f.store.GetManagedEnvironment(f.ctx, f.db, tenant.ID, env.ID)
 	g.Expect(err).NotTo(HaveOccurred())
-}
-
-func TestKubernetesResourceMappingCRUD(t *testing.T) {
-	t.Parallel()
-	g, f := g(t), newFixture(t)
-	tenant := f.newTenant(t)
-	env, _ := f.newEnv(t, tenant.ID)
-
-	uid := newUID()
-	m, err := f.store.GetOrCreateKubernetesResourceMapping(f.ctx, f.db, &db.KubernetesResourceMapping{
-		ResourceType: "Namespace", ResourceUID: uid, EngineClusterID: f.cluster.ID})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(m.EngineClusterID).To(Equal(f.cluster.ID))
-	other, err := f.store.GetOrCreateKubernetesResourceMapping(f.ctx, f.db, &db.KubernetesResourceMapping{
-		ResourceType: "Namespace", ResourceUID: uid, EngineInstanceID: f.instance.ID})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(other.EngineClusterID).To(Equal(f.cluster.ID), "the stored mapping wins")
-	got, err := f.store.GetKubernetesResourceMapping(f.ctx, f.db, "Namespace", uid)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got.EngineInstanceID).To(BeEmpty())
-
-	_, err = f.store.GetOrCreateKubernetesResourceMapping(f.ctx, f.db, &db.KubernetesResourceMapping{
-		ResourceType: "Secret", ResourceUID: newUID(), EngineClusterID: f.cluster.ID, ManagedEnvironmentID: env.ID})
-	g.Expect(err).To(MatchError(db.ErrCheck), "exactly one target")
-
-	saUID := newUID()
-	_, err = f.store.GetOrCreateKubernetesResourceMapping(f.ctx, f.db, &db.KubernetesResourceMapping{
-		ResourceType: "ServiceAccount", ResourceUID: saUID, ManagedEnvironmentID: env.ID})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.store.DeleteManagedEnvironment(f.ctx, f.db, tenant.ID, env.ID)).To(Succeed())
-	_, err = f.store.GetKubernetesResourceMapping(f.ctx, f.db, "ServiceAccount", saUID)
-	g.Expect(err).To(MatchError(db.ErrNotFound), "the mapping goes with its row")
-
-	g.Expect(f.store.DeleteKubernetesResourceMapping(f.ctx, f.db, "Namespace", uid)).To(Succeed())
-	g.Expect(f.store.DeleteKubernetesResourceMapping(f.ctx, f.db, "Namespace", uid)).To(MatchError(db.ErrNotFound))
 }
 
 func TestOperationCRUD(t *testing.T) {

@@ -36,8 +36,6 @@ func (f *fixture) populateTenant(t *testing.T) *tenantRows {
 	_, err = f.store.GetOrCreateAPICRMapping(f.ctx, f.db, &db.APICRMapping{APIResourceType: db.APIResourceManagedEnvironment,
 		APIResourceUID: r.crUID, APIResourceName: "env", APIResourceNamespace: r.tenant.NamespaceName, TenantID: tid, ManagedEnvironmentID: r.env.ID})
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = f.store.GetOrCreateClusterAccess(f.ctx, f.db, &db.ClusterAccess{TenantID: tid, ManagedEnvironmentID: r.env.ID, EngineInstanceID: f.instance.ID})
-	g.Expect(err).NotTo(HaveOccurred())
 	_, err = f.store.AddAppProjectRepository(f.ctx, f.db, tid, "https://git/"+tid)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = f.store.AddAppProjectDestination(f.ctx, f.db, tid, r.env.ID)
@@ -75,8 +73,6 @@ func TestTenantIsolation(t *testing.T) {
 	g.Expect(err).To(MatchError(db.ErrNotFound))
 	_, err = s.GetAPICRMappingByTarget(ctx, idb, A, db.APIResourceManagedEnvironment, b.env.ID)
 	g.Expect(err).To(MatchError(db.ErrNotFound))
-	_, err = s.GetClusterAccess(ctx, idb, A, b.env.ID, f.instance.ID)
-	g.Expect(err).To(MatchError(db.ErrNotFound))
 
 	// Lists hold only A's rows.
 	envs, err := s.ListManagedEnvironments(ctx, idb, A)
@@ -103,9 +99,6 @@ func TestTenantIsolation(t *testing.T) {
 	syncOps, err := s.ListSyncOperationsByApplication(ctx, idb, A, b.app.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(syncOps).To(BeEmpty())
-	access, err := s.ListClusterAccess(ctx, idb, A)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(access).To(HaveLen(1))
 	repos, err := s.ListAppProjectRepositories(ctx, idb, A)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(repos).To(Equal([]string{"https://git/" + A}))
@@ -132,7 +125,6 @@ func TestTenantIsolation(t *testing.T) {
 	g.Expect(s.DeleteSyncOperation(ctx, idb, A, b.syncOp.ID)).To(MatchError(db.ErrNotFound))
 	g.Expect(s.DeleteRepositoryCredential(ctx, idb, A, b.repoCred.ID)).To(MatchError(db.ErrNotFound))
 	g.Expect(s.DeleteAPICRMapping(ctx, idb, A, db.APIResourceManagedEnvironment, b.crUID)).To(MatchError(db.ErrNotFound))
-	g.Expect(s.DeleteClusterAccess(ctx, idb, A, b.env.ID, f.instance.ID)).To(MatchError(db.ErrNotFound))
 	removed, err := s.RemoveAppProjectRepository(ctx, idb, A, "https://git/"+b.tenant.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(removed).To(BeFalse())
@@ -154,8 +146,6 @@ func TestTenantIsolation(t *testing.T) {
 	g.Expect(err).To(MatchError(db.ErrInvalidReference))
 	_, err = s.GetOrCreateAPICRMapping(ctx, idb, &db.APICRMapping{APIResourceType: db.APIResourceRepositoryCredential,
 		APIResourceUID: newUID(), APIResourceName: "x", APIResourceNamespace: "x", TenantID: A, RepositoryCredentialID: b.repoCred.ID})
-	g.Expect(err).To(MatchError(db.ErrInvalidReference))
-	_, err = s.GetOrCreateClusterAccess(ctx, idb, &db.ClusterAccess{TenantID: A, ManagedEnvironmentID: b.env.ID, EngineInstanceID: f.instance.ID})
 	g.Expect(err).To(MatchError(db.ErrInvalidReference))
 	_, err = s.AddAppProjectDestination(ctx, idb, A, b.env.ID)
 	g.Expect(err).To(MatchError(db.ErrInvalidReference))
@@ -186,8 +176,6 @@ func TestTenantIsolation(t *testing.T) {
 	_, err = s.GetApplicationState(ctx, idb, b.tenant.ID, b.app.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = s.GetAPICRMapping(ctx, idb, b.tenant.ID, db.APIResourceManagedEnvironment, b.crUID)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = s.GetClusterAccess(ctx, idb, b.tenant.ID, b.env.ID, f.instance.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	repos, err = s.ListAppProjectRepositories(ctx, idb, b.tenant.ID)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -182,6 +182,13 @@ INSERT INTO sync_operations (id, tenant_id, application_id, deployment_name, rev
     VALUES ('00000000-0000-0000-0000-000000000052', '00000000-0000-0000-0000-0000000000f1',
             '00000000-0000-0000-0000-0000000000b1', 'web', 'main', 'Failed', 'one or more objects failed to apply');
 `,
+	// Only drops tables: the rows of the others must come through.
+	10: `SELECT 1;`,
+}
+
+// droppedTables are the tables a migration drops, whose rows do not survive it.
+var droppedTables = map[uint][]string{
+	10: {"cluster_access", "kubernetes_resource_mappings"},
 }
 
 // tableColumns lists the columns of every application table.
@@ -234,6 +241,9 @@ func TestDataSurvivesMigrations(t *testing.T) {
 
 	for v := uint(1); v <= latest; v++ {
 		before := tableColumns(t, bdb)
+		for _, table := range droppedTables[v] {
+			delete(before, table)
+		}
 		want := fingerprint(t, bdb, before)
 		g.Expect(db.MigrateTo(ctx, cfg, v)).To(Succeed())
 		g.Expect(fingerprint(t, bdb, before)).To(Equal(want), "data of version %d after migrating to %d", v-1, v)

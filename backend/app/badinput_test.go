@@ -25,8 +25,8 @@ import (
 // badInputTables are the tables a bad object must never add rows to, in any tenant.
 var badInputTables = []string{
 	"tenants", "api_cr_mappings", "applications", "application_states", "appproject_destinations",
-	"appproject_repositories", "cluster_access", "cluster_credentials", "deployment_application_mappings",
-	"kubernetes_resource_mappings", "managed_environments", "operations", "repository_credentials", "sync_operations",
+	"appproject_repositories", "cluster_credentials", "deployment_application_mappings",
+	"managed_environments", "operations", "repository_credentials", "sync_operations",
 }
 
 // rowCounts counts the rows of every table a CR can add rows to.

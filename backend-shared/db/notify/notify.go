@@ -57,7 +57,8 @@ func PublishOperationChanged(ctx context.Context, idb bun.IDB, operationID strin
 //
 // It is a controller-runtime Runnable that runs on every replica (no leader election):
 // add it with mgr.Add. Handler and OnReconnect run on the listener's goroutine, one at a
-// time, and should only enqueue work (e.g. into a source.Channel).
+// time, and should only enqueue work (e.g. onto a controller's workqueue through a
+// queue.Handle source).
 type Listener struct {
 	// Config is the database to listen on; the TLS policy of db.Open applies.
 	Config db.Config
