@@ -1,13 +1,9 @@
 // Package crashpoint kills the process at a named step of a multi-step change, as kill -9
 // would, so that tests can prove that each such change converges when the binary is
-// restarted after a crash between its steps. It does nothing unless the environment
-// variable GITOPS_CRASHPOINT names the point.
+// restarted after a crash between its steps. It does nothing unless the binary was built
+// with the build tag "crashpoints" (as the end-to-end stack builds them; release builds
+// are not) and the environment variable GITOPS_CRASHPOINT names the point.
 package crashpoint
-
-import (
-	"os"
-	"syscall"
-)
 
 // EnvVar names the point at which the process kills itself.
 const EnvVar = "GITOPS_CRASHPOINT"
@@ -25,14 +21,3 @@ const (
 	// AgentAfterStateCommit: the operation's row is finished, its CR's status is not.
 	AgentAfterStateCommit = "cluster-agent-after-state-commit"
 )
-
-var armed = os.Getenv(EnvVar)
-
-// Hit kills the process if point is the armed one; it never returns then.
-func Hit(point string) {
-	if armed == "" || armed != point {
-		return
-	}
-	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	select {} // SIGKILL is not delivered synchronously: never run the next step
-}

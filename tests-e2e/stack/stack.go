@@ -364,7 +364,8 @@ func Build(ctx context.Context, dir string, names ...string) error {
 		return err
 	}
 	for _, name := range names {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, name), "./"+name)
+		// With the crash points the crash test arms through the environment.
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "crashpoints", "-o", filepath.Join(dir, name), "./"+name)
 		cmd.Dir = root
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {

@@ -1,0 +1,6 @@
+//go:build !crashpoints
+
+package crashpoint
+
+// Hit does nothing: the binary was built without the "crashpoints" tag.
+func Hit(string) {}
