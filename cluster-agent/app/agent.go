@@ -133,8 +133,10 @@ func (o *Options) Setup(ctx context.Context, mgr manager.Manager, log logr.Logge
 }
 
 // SetupWithDB registers the engine instance (reading its namespace through the manager's
-// API reader) and adds the Operation controller, the Application status controller and the
-// operation garbage collector to mgr. bdb is the process's database pool.
+// API reader) and adds to mgr the Operation controller with its handlers, the Application
+// status controller, the operation garbage collector, the service cluster Secret (with
+// --service-cluster-kubeconfig), the leftovers remover (with a grace period) and the sweep.
+// bdb is the process's database pool.
 func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Options) (engine.Identity, error) {
 	var keyring *secretbox.Keyring
 	if opts.CredentialsKeysFile != "" {
