@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/app"
 )
 
@@ -39,8 +39,8 @@ func (h *harness) deployBinding(binding, env, commit string) {
 	h.t.Helper()
 	h.generated(binding, commit)
 	name := binding + "-appa-" + env + "-comp"
-	h.g.Eventually(h.get(name, &gitops.GitOpsDeployment{}), eventually, poll).Should(Succeed())
-	h.deploy(name, gitops.SyncStatusCodeSynced, gitops.HealthStatusCodeHealthy, commit)
+	h.g.Eventually(h.get(name, &v1.GitOpsDeployment{}), eventually, poll).Should(Succeed())
+	h.deploy(name, v1.SyncStatusCodeSynced, v1.HealthStatusCodeHealthy, commit)
 }
 
 func step(n int, env string, status appstudio.PromotionRunEnvironmentStatusField) types.GomegaMatcher {

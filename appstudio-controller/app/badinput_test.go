@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 )
 
 // generatedObjects lists, by kind/name@resourceVersion, what the controller generates in
@@ -21,12 +21,12 @@ import (
 func (h *harness) generatedObjects() []string {
 	h.t.Helper()
 	var out []string
-	depls := &gitops.GitOpsDeploymentList{}
+	depls := &v1.GitOpsDeploymentList{}
 	h.g.Expect(h.c.List(h.ctx, depls, client.InNamespace(h.ns))).To(Succeed())
 	for _, d := range depls.Items {
 		out = append(out, "GitOpsDeployment/"+d.Name+"@"+d.ResourceVersion)
 	}
-	envs := &gitops.GitOpsDeploymentManagedEnvironmentList{}
+	envs := &v1.GitOpsDeploymentManagedEnvironmentList{}
 	h.g.Expect(h.c.List(h.ctx, envs, client.InNamespace(h.ns))).To(Succeed())
 	for _, e := range envs.Items {
 		out = append(out, "ManagedEnvironment/"+e.Name+"@"+e.ResourceVersion)
@@ -207,7 +207,7 @@ func TestBadInput(t *testing.T) {
 
 		// Accepted, reported in a condition, nothing generated.
 		{"environment/claim-and-credentials", func(h *harness) {
-			h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "both-creds"}, Type: gitops.ManagedEnvironmentSecretType,
+			h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "both-creds"}, Type: v1.ManagedEnvironmentSecretType,
 				Data: map[string][]byte{"kubeconfig": []byte("users:\n- user:\n    token: " + secret + "\n")}})
 			e := credsEnv("both", "both-creds")
 			e.Spec.Configuration.Target = &appstudio.EnvironmentTarget{DeploymentTargetClaim: appstudio.DeploymentTargetClaimConfig{ClaimName: "x"}}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 )
 
 // setRepoStatus writes, in one update as the Application Service does, the binding's
@@ -32,7 +32,7 @@ func (h *harness) setRepoStatus(name string, generated metav1.ConditionStatus, r
 func (h *harness) deployments(binding string) func() []string {
 	return func() []string {
 		b := h.binding(binding)
-		list := &gitops.GitOpsDeploymentList{}
+		list := &v1.GitOpsDeploymentList{}
 		h.g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
 		var out []string
 		for _, d := range list.Items {
@@ -81,7 +81,7 @@ func TestBindingGitOpsRepositoryNotReady(t *testing.T) {
 	// Generated again: the binding follows the components.
 	h.setRepoStatus("b", metav1.ConditionTrue, "GenerationSucceeded", "", moved, component("comp-c"))
 	h.g.Eventually(h.ownedDeployments("b"), eventually, poll).Should(ConsistOf("b-appa-staging-comp-a", "b-appa-staging-comp-c"))
-	d := &gitops.GitOpsDeployment{}
+	d := &v1.GitOpsDeployment{}
 	h.g.Eventually(func() string {
 		_ = h.c.Get(h.ctx, h.key("b-appa-staging-comp-a"), d)
 		return d.Spec.Source.Path
@@ -130,7 +130,7 @@ func (h *harness) createBeforeTargetNamespaceRule(env *appstudio.Environment) {
 
 func TestBindingMissingTargetNamespace(t *testing.T) {
 	h := start(t)
-	h.secret("creds", gitops.ManagedEnvironmentSecretType)
+	h.secret("creds", v1.ManagedEnvironmentSecretType)
 	env := credsEnv("remote", "creds")
 	env.Spec.UnstableConfigurationFields.KubernetesClusterCredentials.TargetNamespace = ""
 	h.rejected(env.DeepCopy(), "targetNamespace is required with kubernetesCredentials")
@@ -158,15 +158,15 @@ func TestBindingMissingTargetNamespace(t *testing.T) {
 	h.updateEnv("remote", func(e *appstudio.Environment) {
 		e.Spec.UnstableConfigurationFields.KubernetesClusterCredentials.TargetNamespace = "my-ns"
 	})
-	d := &gitops.GitOpsDeployment{}
+	d := &v1.GitOpsDeployment{}
 	h.g.Eventually(h.get("b-app-remote-c1", d), eventually, poll).Should(Succeed())
-	h.g.Expect(d.Spec.Destination).To(Equal(gitops.ApplicationDestination{Environment: "managed-environment-remote", Namespace: "my-ns"}))
+	h.g.Expect(d.Spec.Destination).To(Equal(v1.ApplicationDestination{Environment: "managed-environment-remote", Namespace: "my-ns"}))
 	h.g.Eventually(h.bindingCondition("b"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
 }
 
 func TestBindingEnvironmentNotReady(t *testing.T) {
 	h := start(t)
-	h.secret("creds", gitops.ManagedEnvironmentSecretType)
+	h.secret("creds", v1.ManagedEnvironmentSecretType)
 	env := credsEnv("dev", "creds")
 	env.Spec.Configuration.Target = &appstudio.EnvironmentTarget{DeploymentTargetClaim: appstudio.DeploymentTargetClaimConfig{ClaimName: "dev-dtc"}}
 	h.create(env)
@@ -189,9 +189,9 @@ func TestBindingEnvironmentNotReady(t *testing.T) {
 
 	// Neither: deploys into the binding's own namespace.
 	h.updateEnv("dev", func(e *appstudio.Environment) { e.Spec.Configuration.Target = nil })
-	d := &gitops.GitOpsDeployment{}
+	d := &v1.GitOpsDeployment{}
 	h.g.Eventually(h.get("b-app-dev-c1", d), eventually, poll).Should(Succeed())
-	h.g.Expect(d.Spec.Destination).To(Equal(gitops.ApplicationDestination{Namespace: h.ns}))
+	h.g.Expect(d.Spec.Destination).To(Equal(v1.ApplicationDestination{Namespace: h.ns}))
 	h.g.Eventually(h.bindingCondition("b"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
 }
 
@@ -219,7 +219,7 @@ func TestBindingInvalidComponentStatus(t *testing.T) {
 func TestBindingDeploysToClaimedTarget(t *testing.T) {
 	h := start(t)
 	cls := h.class(appstudio.ReclaimPolicyRetain, "example.com/none")
-	h.secret("dt-secret", gitops.ManagedEnvironmentSecretType)
+	h.secret("dt-secret", v1.ManagedEnvironmentSecretType)
 	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "dev"}, Spec: appstudio.EnvironmentSpec{
 		Configuration: appstudio.EnvironmentConfiguration{Target: &appstudio.EnvironmentTarget{
 			DeploymentTargetClaim: appstudio.DeploymentTargetClaimConfig{ClaimName: "dev-dtc"}}}}})
@@ -240,8 +240,8 @@ func TestBindingDeploysToClaimedTarget(t *testing.T) {
 			DefaultNamespace: "team-dev", APIURL: "https://api.dev.example.com:6443", ClusterCredentialsSecret: "dt-secret"},
 	}})
 	h.g.Eventually(h.dtcPhase("dev-dtc"), eventually, poll).Should(Equal(appstudio.DeploymentTargetClaimPhaseBound))
-	d := &gitops.GitOpsDeployment{}
+	d := &v1.GitOpsDeployment{}
 	h.g.Eventually(h.get("b-app-dev-c1", d), eventually, poll).Should(Succeed())
-	h.g.Expect(d.Spec.Destination).To(Equal(gitops.ApplicationDestination{Environment: "managed-environment-dev", Namespace: "team-dev"}))
+	h.g.Expect(d.Spec.Destination).To(Equal(v1.ApplicationDestination{Environment: "managed-environment-dev", Namespace: "team-dev"}))
 	h.g.Eventually(h.bindingCondition("b"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
 }

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 )
 
 func component(name string) appstudio.BindingComponentStatus {
@@ -44,15 +44,15 @@ func (h *harness) bindingCondition(name string) func() *metav1.Condition {
 }
 
 // deploy sets a GitOpsDeployment's status as the backend would.
-func (h *harness) deploy(name string, sync gitops.SyncStatusCode, health gitops.HealthStatusCode, rev string) {
+func (h *harness) deploy(name string, sync v1.SyncStatusCode, health v1.HealthStatusCode, rev string) {
 	h.t.Helper()
 	h.g.Eventually(func() error {
-		d := &gitops.GitOpsDeployment{}
+		d := &v1.GitOpsDeployment{}
 		if err := h.c.Get(h.ctx, h.key(name), d); err != nil {
 			return err
 		}
-		d.Status.Sync = gitops.SyncStatus{Status: sync, Revision: rev}
-		d.Status.Health = gitops.HealthStatus{Status: health}
+		d.Status.Sync = v1.SyncStatus{Status: sync, Revision: rev}
+		d.Status.Health = v1.HealthStatus{Status: health}
 		return h.c.Status().Update(h.ctx, d)
 	}, eventually, poll).Should(Succeed())
 }
@@ -72,20 +72,20 @@ func TestBindingGeneratesDeployments(t *testing.T) {
 
 	h.setComponents("appa-staging", component("comp-b"), component("comp-a"))
 	nameA, nameB := "appa-staging-appa-staging-comp-a", "appa-staging-appa-staging-comp-b"
-	d := &gitops.GitOpsDeployment{}
+	d := &v1.GitOpsDeployment{}
 	h.g.Eventually(h.get(nameA, d), eventually, poll).Should(Succeed())
 	h.g.Expect(d.Labels).To(Equal(map[string]string{
 		appstudio.LabelApplication: "appa", appstudio.LabelComponent: "comp-a", appstudio.LabelEnvironment: "staging"}))
-	h.g.Expect(d.Spec).To(Equal(gitops.GitOpsDeploymentSpec{
-		Source:      gitops.ApplicationSource{RepoURL: "https://github.com/example/gitops", Path: "components/comp-a/overlays/staging", TargetRevision: "main"},
-		Destination: gitops.ApplicationDestination{Namespace: h.ns},
-		Type:        gitops.GitOpsDeploymentSpecTypeAutomated,
+	h.g.Expect(d.Spec).To(Equal(v1.GitOpsDeploymentSpec{
+		Source:      v1.ApplicationSource{RepoURL: "https://github.com/example/gitops", Path: "components/comp-a/overlays/staging", TargetRevision: "main"},
+		Destination: v1.ApplicationDestination{Namespace: h.ns},
+		Type:        v1.GitOpsDeploymentSpecTypeAutomated,
 	}))
 	h.g.Expect(metav1.IsControlledBy(d, h.binding("appa-staging"))).To(BeTrue())
 	h.g.Eventually(h.bindingCondition("appa-staging"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
 
 	// Status follows the deployments.
-	h.deploy(nameA, gitops.SyncStatusCodeSynced, gitops.HealthStatusCodeHealthy, "abc")
+	h.deploy(nameA, v1.SyncStatusCodeSynced, v1.HealthStatusCodeHealthy, "abc")
 	h.g.Eventually(func() []metav1.Condition { return h.binding("appa-staging").Status.ComponentDeploymentConditions }, eventually, poll).
 		Should(ConsistOf(And(
 			HaveField("Type", "AllComponentsDeployed"), HaveField("Reason", "CommitsUnsynced"),
@@ -93,7 +93,7 @@ func TestBindingGeneratesDeployments(t *testing.T) {
 	h.g.Eventually(h.ready("appa-staging", b), eventually, poll).Should(Equal("False/CommitsUnsynced+Reconciling"))
 	h.g.Expect(meta.FindStatusCondition(b.Status.Conditions, "Ready").Message).To(Equal("1 of 2 components deployed"))
 	h.g.Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
-	h.deploy(nameB, gitops.SyncStatusCodeSynced, gitops.HealthStatusCodeHealthy, "abc")
+	h.deploy(nameB, v1.SyncStatusCodeSynced, v1.HealthStatusCodeHealthy, "abc")
 	h.g.Eventually(func() []metav1.Condition { return h.binding("appa-staging").Status.ComponentDeploymentConditions }, eventually, poll).
 		Should(ConsistOf(And(HaveField("Reason", "CommitsSynced"), HaveField("Status", metav1.ConditionTrue), HaveField("Message", "2 of 2 components deployed"))))
 	h.g.Eventually(h.ready("appa-staging", b), eventually, poll).Should(Equal("True/CommitsSynced"))
@@ -105,14 +105,14 @@ func TestBindingGeneratesDeployments(t *testing.T) {
 	// Drift is reverted, a deleted deployment is re-created.
 	h.g.Expect(h.c.Get(h.ctx, h.key(nameA), d)).To(Succeed())
 	d.Spec.Source.Path = "elsewhere"
-	d.Spec.Type = gitops.GitOpsDeploymentSpecTypeManual
+	d.Spec.Type = v1.GitOpsDeploymentSpecTypeManual
 	delete(d.Labels, appstudio.LabelComponent)
 	h.g.Expect(h.c.Update(h.ctx, d)).To(Succeed())
 	h.g.Eventually(func() string {
 		_ = h.c.Get(h.ctx, h.key(nameA), d)
 		return d.Spec.Source.Path + "/" + string(d.Spec.Type) + "/" + d.Labels[appstudio.LabelComponent]
 	}, eventually, poll).Should(Equal("components/comp-a/overlays/staging/automated/comp-a"))
-	db := &gitops.GitOpsDeployment{}
+	db := &v1.GitOpsDeployment{}
 	h.g.Expect(h.c.Get(h.ctx, h.key(nameB), db)).To(Succeed())
 	uid := db.UID
 	h.g.Expect(h.c.Delete(h.ctx, db)).To(Succeed())
@@ -122,7 +122,7 @@ func TestBindingGeneratesDeployments(t *testing.T) {
 
 	// A removed component's deployment is deleted.
 	h.setComponents("appa-staging", component("comp-a"))
-	h.g.Eventually(h.gone(&gitops.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: nameB}}), eventually, poll).Should(BeTrue())
+	h.g.Eventually(h.gone(&v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: nameB}}), eventually, poll).Should(BeTrue())
 	h.g.Eventually(func() int { return len(h.binding("appa-staging").Status.GitOpsDeployments) }, eventually, poll).Should(Equal(1))
 }
 
@@ -137,9 +137,9 @@ func TestBindingDestinationAndErrors(t *testing.T) {
 
 	// An Environment with credentials: deploy through its managed environment.
 	h.create(credsEnv("remote", "creds"))
-	d := &gitops.GitOpsDeployment{}
+	d := &v1.GitOpsDeployment{}
 	h.g.Eventually(h.get("b-app-remote-c1", d), eventually, poll).Should(Succeed())
-	h.g.Expect(d.Spec.Destination).To(Equal(gitops.ApplicationDestination{Environment: "managed-environment-remote", Namespace: "my-ns"}))
+	h.g.Expect(d.Spec.Destination).To(Equal(v1.ApplicationDestination{Environment: "managed-environment-remote", Namespace: "my-ns"}))
 
 	// Name shortening at the boundaries: <binding>-<component> of exactly 250 and of 251.
 	comp := strings.Repeat("c", 63)
@@ -150,7 +150,7 @@ func TestBindingDestinationAndErrors(t *testing.T) {
 			Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "app" + strconv.Itoa(n), Environment: "remote", Snapshot: "s"}})
 		h.setComponents(name, component(comp))
 	}
-	list := &gitops.GitOpsDeploymentList{}
+	list := &v1.GitOpsDeploymentList{}
 	h.g.Eventually(func() []string {
 		_ = h.c.List(h.ctx, list, client.InNamespace(h.ns), client.MatchingLabels{appstudio.LabelComponent: comp})
 		var names []string
@@ -194,7 +194,7 @@ func retries(g Gomega) float64 {
 func (h *harness) ownedDeployments(binding string) func() []string {
 	return func() []string {
 		b := h.binding(binding)
-		list := &gitops.GitOpsDeploymentList{}
+		list := &v1.GitOpsDeploymentList{}
 		h.g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
 		var names []string
 		for i := range list.Items {
@@ -252,7 +252,7 @@ func TestBindingCopiesLabels(t *testing.T) {
 	// The appstudio.openshift.io labels are copied; the binding's own three are not overridden.
 	name := "appa-staging-appa-staging-comp-a"
 	labelsOf := func() map[string]string {
-		d := &gitops.GitOpsDeployment{}
+		d := &v1.GitOpsDeployment{}
 		if err := h.c.Get(h.ctx, h.key(name), d); err != nil {
 			return nil
 		}
@@ -282,15 +282,15 @@ func TestBindingDuplicate(t *testing.T) {
 	}
 	newBinding("second") // the older, despite its name
 	h.g.Eventually(h.ownedDeployments("second"), eventually, poll).Should(ConsistOf("second-appa-staging-comp-a"))
-	winner := &gitops.GitOpsDeployment{}
+	winner := &v1.GitOpsDeployment{}
 	h.g.Expect(h.c.Get(h.ctx, h.key("second-appa-staging-comp-a"), winner)).To(Succeed())
 	time.Sleep(1100 * time.Millisecond) // creation timestamps have a resolution of a second
 
 	// A younger duplicate that already generated a deployment (before it saw the older one).
 	newBinding("first")
-	stale := &gitops.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "first-appa-staging-comp-b"},
-		Spec: gitops.GitOpsDeploymentSpec{Source: gitops.ApplicationSource{RepoURL: "https://github.com/example/gitops", Path: "p"},
-			Destination: gitops.ApplicationDestination{Namespace: h.ns}, Type: gitops.GitOpsDeploymentSpecTypeAutomated}}
+	stale := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "first-appa-staging-comp-b"},
+		Spec: v1.GitOpsDeploymentSpec{Source: v1.ApplicationSource{RepoURL: "https://github.com/example/gitops", Path: "p"},
+			Destination: v1.ApplicationDestination{Namespace: h.ns}, Type: v1.GitOpsDeploymentSpecTypeAutomated}}
 	h.g.Expect(controllerutil.SetControllerReference(h.binding("first"), stale, cp.Scheme)).To(Succeed())
 	h.create(stale)
 

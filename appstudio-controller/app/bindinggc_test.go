@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/app"
 )
 
@@ -112,8 +112,8 @@ func TestBindingApplicationRecreatedKeepsBinding(t *testing.T) {
 	h.createApplication("appb")
 	h.gcBinding("appb-staging", "appb")
 	h.setComponents("appb-staging", component("comp-a"))
-	deployment := &gitops.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Name: "appb-staging-appb-staging-comp-a", Namespace: h.ns}}
-	h.g.Eventually(h.get(deployment.Name, &gitops.GitOpsDeployment{}), eventually, poll).Should(Succeed())
+	deployment := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Name: "appb-staging-appb-staging-comp-a", Namespace: h.ns}}
+	h.g.Eventually(h.get(deployment.Name, &v1.GitOpsDeployment{}), eventually, poll).Should(Succeed())
 
 	// Deleted, then re-created within the grace period: the mark goes, the binding stays.
 	h.deleteApplication("appb")

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 )
 
 func (h *harness) envCondition(name string) func() *metav1.Condition {
@@ -35,7 +35,7 @@ func withReason(status metav1.ConditionStatus, reason string) OmegaMatcher {
 func (h *harness) connected(name string) {
 	h.t.Helper()
 	h.g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		me := &gitops.GitOpsDeploymentManagedEnvironment{}
+		me := &v1.GitOpsDeploymentManagedEnvironment{}
 		if err := h.c.Get(h.ctx, h.key(name), me); err != nil {
 			return err
 		}
@@ -68,12 +68,12 @@ func TestEnvironmentWithCredentials(t *testing.T) {
 
 	h.g.Eventually(h.envCondition("staging"), eventually, poll).Should(withReason(metav1.ConditionTrue, "MissingCredentialsSecret"))
 	h.g.Eventually(h.ready("staging", &appstudio.Environment{}), eventually, poll).Should(Equal("False/MissingCredentialsSecret+Stalled"))
-	h.g.Expect(h.c.Get(h.ctx, h.key("managed-environment-staging"), &gitops.GitOpsDeploymentManagedEnvironment{})).NotTo(Succeed())
+	h.g.Expect(h.c.Get(h.ctx, h.key("managed-environment-staging"), &v1.GitOpsDeploymentManagedEnvironment{})).NotTo(Succeed())
 
-	h.secret("creds", gitops.ManagedEnvironmentSecretType)
-	me := &gitops.GitOpsDeploymentManagedEnvironment{}
+	h.secret("creds", v1.ManagedEnvironmentSecretType)
+	me := &v1.GitOpsDeploymentManagedEnvironment{}
 	h.g.Eventually(h.get("managed-environment-staging", me), eventually, poll).Should(Succeed())
-	h.g.Expect(me.Spec).To(Equal(gitops.GitOpsDeploymentManagedEnvironmentSpec{
+	h.g.Expect(me.Spec).To(Equal(v1.GitOpsDeploymentManagedEnvironmentSpec{
 		APIURL: "https://api.example.com:6443", ClusterCredentialsSecret: "creds", AllowInsecureSkipTLSVerify: true,
 		Namespaces: []string{"a", "b"}, ClusterResources: true,
 	}))
@@ -117,7 +117,7 @@ func TestEnvironmentWithCredentials(t *testing.T) {
 	// Deleting the Environment deletes what it created (garbage collection).
 	env2 := credsEnv("prod", "creds")
 	h.create(env2)
-	me2 := &gitops.GitOpsDeploymentManagedEnvironment{}
+	me2 := &v1.GitOpsDeploymentManagedEnvironment{}
 	h.g.Eventually(h.get("managed-environment-prod", me2), eventually, poll).Should(Succeed())
 	h.g.Expect(h.c.Delete(h.ctx, env2)).To(Succeed())
 	h.g.Eventually(h.gone(me2), eventually, poll).Should(BeTrue())
@@ -148,14 +148,14 @@ func TestEnvironmentWithClaim(t *testing.T) {
 		KubernetesClusterCredentials: appstudio.DeploymentTargetKubernetesClusterCredentials{
 			DefaultNamespace: "team-dev", APIURL: "https://api.dev.example.com:6443", ClusterCredentialsSecret: "dt-secret"},
 	}})
-	me := &gitops.GitOpsDeploymentManagedEnvironment{}
+	me := &v1.GitOpsDeploymentManagedEnvironment{}
 	h.g.Eventually(h.get("managed-environment-dev", me), eventually, poll).Should(Succeed())
-	h.g.Expect(me.Spec).To(Equal(gitops.GitOpsDeploymentManagedEnvironmentSpec{
+	h.g.Expect(me.Spec).To(Equal(v1.GitOpsDeploymentManagedEnvironmentSpec{
 		APIURL: "https://api.dev.example.com:6443", ClusterCredentialsSecret: "managed-environment-secret-dev", Namespaces: []string{"team-dev"},
 	}))
 	copied := &corev1.Secret{}
 	h.g.Expect(h.c.Get(h.ctx, h.key("managed-environment-secret-dev"), copied)).To(Succeed())
-	h.g.Expect(copied.Type).To(Equal(gitops.ManagedEnvironmentSecretType))
+	h.g.Expect(copied.Type).To(Equal(v1.ManagedEnvironmentSecretType))
 	h.g.Expect(copied.Data).To(HaveKeyWithValue("kubeconfig", []byte("apiVersion: v1\nkind: Config\n")))
 	h.g.Expect(metav1.IsControlledBy(copied, env)).To(BeTrue())
 	h.g.Eventually(h.envCondition("dev"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))
@@ -205,18 +205,18 @@ func TestEnvironmentDeploymentTargetNotFound(t *testing.T) {
 		withReason(metav1.ConditionTrue, "DeploymentTargetNotFound"),
 		message(`DeploymentTarget "ghost", bound to DeploymentTargetClaim "dev-dtc", does not exist`)))
 	h.g.Consistently(func() error {
-		return h.c.Get(h.ctx, h.key("managed-environment-dev"), &gitops.GitOpsDeploymentManagedEnvironment{})
+		return h.c.Get(h.ctx, h.key("managed-environment-dev"), &v1.GitOpsDeploymentManagedEnvironment{})
 	}, time.Second, poll).Should(MatchError(ContainSubstring("not found")))
 	h.g.Eventually(h.events("dev", "Warning"), eventually, poll).Should(ContainElement("DeploymentTargetNotFound"))
 
 	// Re-creating the target resolves it.
-	h.secret("dt-secret", gitops.ManagedEnvironmentSecretType)
+	h.secret("dt-secret", v1.ManagedEnvironmentSecretType)
 	h.create(&appstudio.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}, Spec: appstudio.DeploymentTargetSpec{
 		DeploymentTargetClassName: "none",
 		KubernetesClusterCredentials: appstudio.DeploymentTargetKubernetesClusterCredentials{
 			DefaultNamespace: "team-dev", APIURL: "https://api.dev.example.com:6443", ClusterCredentialsSecret: "dt-secret"},
 	}})
-	me := &gitops.GitOpsDeploymentManagedEnvironment{}
+	me := &v1.GitOpsDeploymentManagedEnvironment{}
 	h.g.Eventually(h.get("managed-environment-dev", me), eventually, poll).Should(Succeed())
 	h.g.Expect(me.Spec.APIURL).To(Equal("https://api.dev.example.com:6443"))
 	h.g.Eventually(h.envCondition("dev"), eventually, poll).Should(withReason(metav1.ConditionFalse, "ErrorOccurredResolved"))

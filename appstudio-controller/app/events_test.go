@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/app"
 )
 
@@ -59,8 +59,8 @@ func TestEventsPromotionRun(t *testing.T) {
 
 	h.generated("appa-staging-generated-binding", "c1")
 	name := "appa-staging-generated-binding-appa-staging-comp"
-	h.g.Eventually(h.get(name, &gitops.GitOpsDeployment{}), eventually, poll).Should(Succeed())
-	h.deploy(name, gitops.SyncStatusCodeSynced, gitops.HealthStatusCodeHealthy, "c1")
+	h.g.Eventually(h.get(name, &v1.GitOpsDeployment{}), eventually, poll).Should(Succeed())
+	h.deploy(name, v1.SyncStatusCodeSynced, v1.HealthStatusCodeHealthy, "c1")
 	h.settled("p1", &appstudio.PromotionRun{}, map[string]int32{
 		started("s1"): 1,
 		"Normal PromotionSucceeded Snapshot s1 is deployed to staging": 1,

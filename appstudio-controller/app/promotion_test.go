@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/app"
 )
 
@@ -55,8 +55,8 @@ func TestPromotionSuccessAndOneAtATime(t *testing.T) {
 	// The Application Service writes the component status; the backend deploys.
 	h.generated("appa-staging-generated-binding", "c1")
 	name := "appa-staging-generated-binding-appa-staging-comp"
-	h.g.Eventually(h.get(name, &gitops.GitOpsDeployment{}), eventually, poll).Should(Succeed())
-	h.deploy(name, gitops.SyncStatusCodeSynced, gitops.HealthStatusCodeHealthy, "c1")
+	h.g.Eventually(h.get(name, &v1.GitOpsDeployment{}), eventually, poll).Should(Succeed())
+	h.deploy(name, v1.SyncStatusCodeSynced, v1.HealthStatusCodeHealthy, "c1")
 	h.g.Eventually(func() appstudio.PromotionRunCompleteResult { return h.run("p1").Status.CompletionResult }, eventually, poll).
 		Should(Equal(appstudio.PromotionRunCompleteResultSuccess))
 	h.g.Expect(h.run("p1").Status.State).To(Equal(appstudio.PromotionRunStateComplete))
@@ -70,7 +70,7 @@ func TestPromotionSuccessAndOneAtATime(t *testing.T) {
 	h.g.Consistently(func() appstudio.PromotionRunState { return h.run("p2").Status.State }, "1s", poll).Should(Equal(appstudio.PromotionRunStateActive))
 	h.generated("appa-staging-generated-binding", "c2")
 	h.g.Consistently(func() appstudio.PromotionRunState { return h.run("p2").Status.State }, "1s", poll).Should(Equal(appstudio.PromotionRunStateActive))
-	h.deploy(name, gitops.SyncStatusCodeSynced, gitops.HealthStatusCodeHealthy, "c2")
+	h.deploy(name, v1.SyncStatusCodeSynced, v1.HealthStatusCodeHealthy, "c2")
 	h.g.Eventually(func() appstudio.PromotionRunCompleteResult { return h.run("p2").Status.CompletionResult }, eventually, poll).
 		Should(Equal(appstudio.PromotionRunCompleteResultSuccess))
 	h.g.Expect(h.run("p2").Status.Conditions).To(ContainElement(HaveField("Reason", appstudio.PromotionRunReasonErrorOccurredResolved)))

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/app"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/provisioner"
 )
@@ -42,7 +42,7 @@ func TestNamespaceProvisionerDelete(t *testing.T) {
 
 	secret := &corev1.Secret{}
 	h.g.Expect(h.c.Get(h.ctx, h.key(dt.Spec.KubernetesClusterCredentials.ClusterCredentialsSecret), secret)).To(Succeed())
-	h.g.Expect(secret.Type).To(Equal(gitops.ManagedEnvironmentSecretType))
+	h.g.Expect(secret.Type).To(Equal(v1.ManagedEnvironmentSecretType))
 
 	// The token works in the provisioned namespace, and only there.
 	restCfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data["kubeconfig"])
@@ -60,9 +60,9 @@ func TestNamespaceProvisionerDelete(t *testing.T) {
 	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "ephemeral"}, Spec: appstudio.EnvironmentSpec{
 		Configuration: appstudio.EnvironmentConfiguration{Target: &appstudio.EnvironmentTarget{
 			DeploymentTargetClaim: appstudio.DeploymentTargetClaimConfig{ClaimName: "claim"}}}}})
-	me := &gitops.GitOpsDeploymentManagedEnvironment{}
+	me := &v1.GitOpsDeploymentManagedEnvironment{}
 	h.g.Eventually(h.get("managed-environment-ephemeral", me), eventually, poll).Should(Succeed())
-	h.g.Expect(me.Spec).To(Equal(gitops.GitOpsDeploymentManagedEnvironmentSpec{
+	h.g.Expect(me.Spec).To(Equal(v1.GitOpsDeploymentManagedEnvironmentSpec{
 		APIURL: cp.Config.Host, ClusterCredentialsSecret: secret.Name, Namespaces: []string{target}}))
 
 	// Delete: the claim's deletion deletes the target, its namespace and its Secret.

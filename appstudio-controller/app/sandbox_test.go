@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	toolchain "github.com/gitops-service/gitops-service/api/toolchain/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/app"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/sandbox"
@@ -103,7 +103,7 @@ func (h *harness) playSandbox(sr *toolchain.SpaceRequest) (namespace, secret str
 	h.t.Helper()
 	namespace = cp.NewNamespace(h.t, "space-")
 	secret = sr.Name + "-kubeconfig"
-	h.secret(secret, gitops.ManagedEnvironmentSecretType)
+	h.secret(secret, v1.ManagedEnvironmentSecretType)
 	h.setSpaceStatus(sr.Name, toolchain.SpaceRequestStatus{
 		TargetClusterURL: cp.Config.Host,
 		NamespaceAccess:  []toolchain.NamespaceAccess{{Name: namespace, SecretRef: secret}},
@@ -152,9 +152,9 @@ func TestSandboxProvisionerDelete(t *testing.T) {
 	h.create(&appstudio.Environment{ObjectMeta: metav1.ObjectMeta{Name: "ephemeral"}, Spec: appstudio.EnvironmentSpec{
 		Configuration: appstudio.EnvironmentConfiguration{Target: &appstudio.EnvironmentTarget{
 			DeploymentTargetClaim: appstudio.DeploymentTargetClaimConfig{ClaimName: "claim"}}}}})
-	me := &gitops.GitOpsDeploymentManagedEnvironment{}
+	me := &v1.GitOpsDeploymentManagedEnvironment{}
 	h.g.Eventually(h.get("managed-environment-ephemeral", me), eventually, poll).Should(Succeed())
-	h.g.Expect(me.Spec).To(Equal(gitops.GitOpsDeploymentManagedEnvironmentSpec{
+	h.g.Expect(me.Spec).To(Equal(v1.GitOpsDeploymentManagedEnvironmentSpec{
 		APIURL: cp.Config.Host, ClusterCredentialsSecret: secret, Namespaces: []string{ns}}))
 
 	// Delete: deleting the claim deletes the target, which deletes the SpaceRequest and waits

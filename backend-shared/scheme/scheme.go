@@ -3,21 +3,21 @@
 package scheme
 
 import (
-	argocdv1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 )
 
 // New returns a scheme with every type the service reads or writes.
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(managedgitopsv1alpha1.AddToScheme(s))
-	utilruntime.Must(appstudiov1alpha1.AddToScheme(s))
-	utilruntime.Must(argocdv1alpha1.AddToScheme(s))
+	utilruntime.Must(v1.AddToScheme(s))
+	utilruntime.Must(appstudio.AddToScheme(s))
+	utilruntime.Must(argov1alpha1.AddToScheme(s))
 	return s
 }

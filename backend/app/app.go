@@ -24,15 +24,16 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/dbmetrics"
+	"github.com/gitops-service/gitops-service/backend/internal/crcleanup"
 	"github.com/gitops-service/gitops-service/backend/internal/deployment"
-	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/gitwebhook"
 	"github.com/gitops-service/gitops-service/backend/internal/managedenv"
-	"github.com/gitops-service/gitops-service/backend/internal/mapping"
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
+	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
+	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
+	"github.com/gitops-service/gitops-service/backend/internal/placement"
 	"github.com/gitops-service/gitops-service/backend/internal/rebalance"
 	"github.com/gitops-service/gitops-service/backend/internal/repocred"
-	"github.com/gitops-service/gitops-service/backend/internal/signal"
 	"github.com/gitops-service/gitops-service/backend/internal/sweep"
 	"github.com/gitops-service/gitops-service/backend/internal/syncrun"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
@@ -188,10 +189,10 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 }
 
 func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, database *bun.DB, store *db.Store, log logr.Logger) error {
-	placer := &tenancy.BoundedLoad{}
+	placer := &placement.BoundedLoad{}
 	resolver := &tenancy.Resolver{Store: store, Placer: placer, Namespaces: mgr.GetClient()}
-	signaller := &signal.Signaller{DB: database, Store: store, GCExpirationSeconds: wholeSeconds(o.OperationRetention),
-		Clusters: &signal.Clusters{Local: mgr.GetClient(), Own: o.EngineCluster, Base: mgr.GetConfig(), Scheme: mgr.GetScheme(), DB: database, Store: store}}
+	signaller := &opsignal.Signaller{DB: database, Store: store, GCExpirationSeconds: wholeSeconds(o.OperationRetention),
+		Clusters: &opsignal.Clusters{Local: mgr.GetClient(), Own: o.EngineCluster, Base: mgr.GetConfig(), Scheme: mgr.GetScheme(), DB: database, Store: store}}
 	rebalancer := &rebalance.Rebalancer{
 		Mover: &rebalance.Mover{DB: database, Store: store, Signal: signaller}, Planner: placer,
 		Interval: o.RebalanceInterval, MaxMoves: o.RebalanceMaxMoves,
@@ -199,10 +200,10 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	if err := rebalancer.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(&signal.Outstanding{Signaller: signaller, Store: store}); err != nil {
+	if err := mgr.Add(&opsignal.Outstanding{Signaller: signaller, Store: store}); err != nil {
 		return err
 	}
-	router := events.NewRouter(mgr.GetClient(), database, store, log.WithName("events"),
+	router := notifyroute.NewRouter(mgr.GetClient(), database, store, log.WithName("events"),
 		func() client.ObjectList { return &v1.GitOpsDeploymentList{} },
 		func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} })
 	if o.RebalanceInterval > 0 {
@@ -255,10 +256,10 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 				NewList: func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} }, Queue: &router.SyncRuns},
 			string(db.APIResourceManagedEnvironment): {New: func() client.Object { return &v1.GitOpsDeploymentManagedEnvironment{} }, Reconciler: environments,
 				NewList: func() client.ObjectList { return &v1.GitOpsDeploymentManagedEnvironmentList{} }, Queue: &environments.Queue,
-				Remover: &mapping.Remover{DB: database, Store: store, Tenancy: resolver, Signal: signaller, Kind: db.APIResourceManagedEnvironment,
+				Remover: &crcleanup.Remover{DB: database, Store: store, Tenancy: resolver, Signal: signaller, Kind: db.APIResourceManagedEnvironment,
 					ResourceType: db.OperationResourceManagedEnvironment, DeleteRow: store.DeleteManagedEnvironment}},
 			string(db.APIResourceRepositoryCredential): {New: func() client.Object { return &v1.GitOpsDeploymentRepositoryCredential{} }, Reconciler: repositoryCredentials,
-				Remover: &mapping.Remover{DB: database, Store: store, Tenancy: resolver, Signal: signaller, Kind: db.APIResourceRepositoryCredential,
+				Remover: &crcleanup.Remover{DB: database, Store: store, Tenancy: resolver, Signal: signaller, Kind: db.APIResourceRepositoryCredential,
 					ResourceType: db.OperationResourceRepositoryCredential, DeleteRow: store.DeleteRepositoryCredential}},
 		},
 	}

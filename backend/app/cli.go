@@ -14,8 +14,8 @@ import (
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend/internal/engineinstances"
 	"github.com/gitops-service/gitops-service/backend/internal/operations"
-	"github.com/gitops-service/gitops-service/backend/internal/placement"
 )
 
 // NewCommand returns the backend's command line: with flags only it runs the controllers;
@@ -122,7 +122,7 @@ func rotateKeys(cmd *cobra.Command, opts *Options) error {
 
 func engineInstancesCommand() *cobra.Command {
 	opts := &Options{}
-	cmd := (&placement.Command{
+	cmd := (&engineinstances.Command{
 		Store: db.NewStore(nil), // engine instances hold no credentials
 		CredentialStore: func() (*db.Store, error) {
 			keyring, err := opts.Keyring()

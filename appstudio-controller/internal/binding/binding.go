@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/environment"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
@@ -93,7 +93,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.SnapshotEnvironmentBinding{}).
-		Owns(&gitops.GitOpsDeployment{}).
+		Owns(&v1.GitOpsDeployment{}).
 		Watches(&appstudio.Environment{}, handler.EnqueueRequestsFromMapFunc(r.forEnvironment)).
 		Watches(&appstudio.SnapshotEnvironmentBinding{}, handler.EnqueueRequestsFromMapFunc(r.forSiblings)).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
@@ -240,37 +240,37 @@ func (r *Reconciler) recordDeployed(b, start *appstudio.SnapshotEnvironmentBindi
 }
 
 // destination resolves where the binding's Environment deploys to.
-func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) (gitops.ApplicationDestination, error) {
+func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) (v1.ApplicationDestination, error) {
 	env := &appstudio.Environment{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Environment}, env); err != nil {
 		if apierrors.IsNotFound(err) {
-			return gitops.ApplicationDestination{}, outcome.StalledError(ReasonEnvironmentNotFound, "Environment %q does not exist in namespace %q", b.Spec.Environment, b.Namespace)
+			return v1.ApplicationDestination{}, outcome.StalledError(ReasonEnvironmentNotFound, "Environment %q does not exist in namespace %q", b.Spec.Environment, b.Namespace)
 		}
-		return gitops.ApplicationDestination{}, err
+		return v1.ApplicationDestination{}, err
 	}
 	creds, claim := environment.Credentials(env), environment.ClaimName(env)
 	switch {
 	case creds != nil && claim != "":
-		return gitops.ApplicationDestination{}, outcome.StalledError(ReasonEnvironmentNotReady, "Environment %q is invalid: it sets both a DeploymentTargetClaim and cluster credentials", env.Name)
+		return v1.ApplicationDestination{}, outcome.StalledError(ReasonEnvironmentNotReady, "Environment %q is invalid: it sets both a DeploymentTargetClaim and cluster credentials", env.Name)
 	case creds != nil && creds.TargetNamespace == "":
 		// The CRD requires it; Environments stored before that rule may still lack it.
-		return gitops.ApplicationDestination{}, outcome.StalledError(ReasonMissingTargetNamespace,
+		return v1.ApplicationDestination{}, outcome.StalledError(ReasonMissingTargetNamespace,
 			"Environment %q deploys to a remote cluster (spec.unstableConfigurationFields.kubernetesCredentials) but sets no targetNamespace; "+
 				"set spec.unstableConfigurationFields.kubernetesCredentials.targetNamespace to the namespace to deploy to", env.Name)
 	case creds != nil:
-		return gitops.ApplicationDestination{Environment: environment.ManagedEnvironmentName(env.Name), Namespace: creds.TargetNamespace}, nil
+		return v1.ApplicationDestination{Environment: environment.ManagedEnvironmentName(env.Name), Namespace: creds.TargetNamespace}, nil
 	case claim != "":
 		dt, err := environment.BoundTarget(ctx, r.Client, env.Namespace, claim)
 		if e := outcome.As(err); e != nil {
 			// As the Environment sees it (a claim not bound yet is a wait, not a failure).
-			return gitops.ApplicationDestination{}, &outcome.Error{Kind: e.Kind, Reason: ReasonEnvironmentNotReady, RetryAfter: e.RetryAfter,
+			return v1.ApplicationDestination{}, &outcome.Error{Kind: e.Kind, Reason: ReasonEnvironmentNotReady, RetryAfter: e.RetryAfter,
 				Message: fmt.Sprintf("Environment %q cannot be deployed to yet: %s", env.Name, e.Message)}
 		} else if err != nil {
-			return gitops.ApplicationDestination{}, err
+			return v1.ApplicationDestination{}, err
 		}
-		return gitops.ApplicationDestination{Environment: environment.ManagedEnvironmentName(env.Name), Namespace: dt.Spec.KubernetesClusterCredentials.DefaultNamespace}, nil
+		return v1.ApplicationDestination{Environment: environment.ManagedEnvironmentName(env.Name), Namespace: dt.Spec.KubernetesClusterCredentials.DefaultNamespace}, nil
 	default:
-		return gitops.ApplicationDestination{Namespace: b.Namespace}, nil
+		return v1.ApplicationDestination{Namespace: b.Namespace}, nil
 	}
 }
 
@@ -278,11 +278,11 @@ func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvir
 // outcome user error when its component status cannot be used. Components whose
 // GitOpsDeployment name would not be a valid object name are left out, and reported in a user
 // error (ReasonInvalidComponentName) returned with the deployments of the other components.
-func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDestination) ([]*gitops.GitOpsDeployment, error) {
+func Desired(b *appstudio.SnapshotEnvironmentBinding, dest v1.ApplicationDestination) ([]*v1.GitOpsDeployment, error) {
 	copied, labelErr := copiedLabels(b.Labels)
 	seen := map[string]bool{}
 	componentOf := map[string]string{} // generated name -> component
-	var out []*gitops.GitOpsDeployment
+	var out []*v1.GitOpsDeployment
 	var invalid []string
 	for _, c := range b.Status.Components {
 		if seen[c.Name] {
@@ -306,22 +306,22 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDes
 		if repo.URL == "" || repo.Path == "" {
 			return nil, outcome.UserError(ReasonInvalidComponentStatus, "component %q has no GitOps repository URL or path in status.components", c.Name)
 		}
-		out = append(out, &gitops.GitOpsDeployment{
+		out = append(out, &v1.GitOpsDeployment{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: b.Namespace,
 				Name:      name,
 				Labels:    withCopied(labels(b.Spec.Application, c.Name, b.Spec.Environment), copied),
 			},
-			Spec: gitops.GitOpsDeploymentSpec{
-				Source:      gitops.ApplicationSource{RepoURL: repo.URL, Path: repo.Path, TargetRevision: repo.Branch},
+			Spec: v1.GitOpsDeploymentSpec{
+				Source:      v1.ApplicationSource{RepoURL: repo.URL, Path: repo.Path, TargetRevision: repo.Branch},
 				Destination: dest,
-				Type:        gitops.GitOpsDeploymentSpecTypeAutomated,
+				Type:        v1.GitOpsDeploymentSpecTypeAutomated,
 			},
 		})
 	}
 	if len(invalid) > 0 {
 		if out == nil {
-			out = []*gitops.GitOpsDeployment{} // nothing valid: still delete what is no longer wanted
+			out = []*v1.GitOpsDeployment{} // nothing valid: still delete what is no longer wanted
 		}
 		return out, errors.Join(outcome.UserError(ReasonInvalidComponentName,
 			"%d of %d components cannot be deployed, the others are: %s. The name of each GitOpsDeployment is "+
@@ -331,7 +331,7 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest gitops.ApplicationDes
 	}
 	if labelErr != nil {
 		if out == nil {
-			out = []*gitops.GitOpsDeployment{}
+			out = []*v1.GitOpsDeployment{}
 		}
 		return out, labelErr
 	}
@@ -476,12 +476,12 @@ func (r *Reconciler) deleteOwned(ctx context.Context, b *appstudio.SnapshotEnvir
 	return errors.Join(errs...)
 }
 
-func (r *Reconciler) owned(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) ([]gitops.GitOpsDeployment, error) {
-	list := &gitops.GitOpsDeploymentList{}
+func (r *Reconciler) owned(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) ([]v1.GitOpsDeployment, error) {
+	list := &v1.GitOpsDeploymentList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace)); err != nil {
 		return nil, err
 	}
-	var out []gitops.GitOpsDeployment
+	var out []v1.GitOpsDeployment
 	for _, d := range list.Items {
 		if metav1.IsControlledBy(&d, b) {
 			out = append(out, d)
@@ -491,8 +491,8 @@ func (r *Reconciler) owned(ctx context.Context, b *appstudio.SnapshotEnvironment
 }
 
 // apply creates want, or reverts drift of the existing deployment of that name.
-func (r *Reconciler) apply(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding, want *gitops.GitOpsDeployment) error {
-	d := &gitops.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}}
+func (r *Reconciler) apply(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding, want *v1.GitOpsDeployment) error {
+	d := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}}
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, d, func() error {
 		if d.ResourceVersion != "" && !metav1.IsControlledBy(d, b) {
 			// Stalled: deleting a foreign object requeues nothing, so it is looked at again later.
@@ -537,7 +537,7 @@ func (r *Reconciler) summarize(ctx context.Context, b *appstudio.SnapshotEnviron
 	if err != nil {
 		return outcome.Progress{}, err
 	}
-	byName := map[string]*gitops.GitOpsDeployment{}
+	byName := map[string]*v1.GitOpsDeployment{}
 	for i := range owned {
 		byName[owned[i].Name] = &owned[i]
 	}
@@ -556,7 +556,7 @@ func (r *Reconciler) summarize(ctx context.Context, b *appstudio.SnapshotEnviron
 			entry.SyncStatus = appstudio.DeploymentSyncStatus(d.Status.Sync.Status)
 			entry.Health = appstudio.DeploymentHealthStatus(d.Status.Health.Status)
 			entry.CommitID = d.Status.Sync.Revision
-			if d.Status.Sync.Status == gitops.SyncStatusCodeSynced && d.Status.Health.Status == gitops.HealthStatusCodeHealthy {
+			if d.Status.Sync.Status == v1.SyncStatusCodeSynced && d.Status.Health.Status == v1.HealthStatusCodeHealthy {
 				deployed++
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
@@ -25,7 +25,7 @@ func TestDesiredCopiesLabels(t *testing.T) {
 		Status: appstudio.SnapshotEnvironmentBindingStatus{Components: []appstudio.BindingComponentStatus{{Name: "c",
 			GitOpsRepository: appstudio.BindingComponentGitOpsRepository{URL: "https://example.com/r", Path: "p"}}}},
 	}
-	out, err := Desired(b, gitops.ApplicationDestination{Namespace: "tenant"})
+	out, err := Desired(b, v1.ApplicationDestination{Namespace: "tenant"})
 	if len(out) != 1 {
 		t.Fatalf("want 1 deployment, got %d (err %v)", len(out), err)
 	}
@@ -56,7 +56,7 @@ func TestDesiredCopiesLabels(t *testing.T) {
 
 	delete(b.Labels, "appstudio.openshift.io/long")
 	delete(b.Labels, "appstudio.openshift.io/bad/key")
-	if _, err := Desired(b, gitops.ApplicationDestination{Namespace: "tenant"}); err != nil {
+	if _, err := Desired(b, v1.ApplicationDestination{Namespace: "tenant"}); err != nil {
 		t.Fatalf("valid labels: %v", err)
 	}
 }

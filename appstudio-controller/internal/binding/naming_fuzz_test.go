@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
@@ -91,7 +91,7 @@ func FuzzDeploymentName(f *testing.F) {
 				GitOpsRepository: appstudio.BindingComponentGitOpsRepository{URL: "https://github.com/org/gitops", Path: "components/" + c},
 			})
 		}
-		desired, err := Desired(b, gitops.ApplicationDestination{Namespace: "tenant"})
+		desired, err := Desired(b, v1.ApplicationDestination{Namespace: "tenant"})
 		if n1 == n2 {
 			ce := outcome.As(err)
 			if ce == nil || ce.Kind != outcome.User || ce.Reason != ReasonNameConflict ||

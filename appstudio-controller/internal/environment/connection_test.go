@@ -5,13 +5,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
 func TestConnection(t *testing.T) {
-	me := func(gen, observed int64, conds ...metav1.Condition) *gitops.GitOpsDeploymentManagedEnvironment {
-		m := &gitops.GitOpsDeploymentManagedEnvironment{ObjectMeta: metav1.ObjectMeta{Name: "managed-environment-dev", Generation: gen}}
+	me := func(gen, observed int64, conds ...metav1.Condition) *v1.GitOpsDeploymentManagedEnvironment {
+		m := &v1.GitOpsDeploymentManagedEnvironment{ObjectMeta: metav1.ObjectMeta{Name: "managed-environment-dev", Generation: gen}}
 		m.Status.ObservedGeneration, m.Status.Conditions = observed, conds
 		return m
 	}
@@ -21,7 +21,7 @@ func TestConnection(t *testing.T) {
 	readyTrue, readyFalse := cond(outcome.TypeReady, metav1.ConditionTrue), cond(outcome.TypeReady, metav1.ConditionFalse)
 	stalled := cond(outcome.TypeStalled, metav1.ConditionTrue)
 	for name, tc := range map[string]struct {
-		me         *gitops.GitOpsDeploymentManagedEnvironment
+		me         *v1.GitOpsDeploymentManagedEnvironment
 		wantReady  metav1.ConditionStatus
 		wantReason string
 		stalled    bool

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
@@ -102,7 +102,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.Environment{}).
-		Owns(&gitops.GitOpsDeploymentManagedEnvironment{}).
+		Owns(&v1.GitOpsDeploymentManagedEnvironment{}).
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.forSecret)).
 		Watches(&appstudio.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.forClaim)).
@@ -217,7 +217,7 @@ func (r *Reconciler) recordError(env *appstudio.Environment, err error) {
 
 // desired is what the managed environment should be.
 type desired struct {
-	spec gitops.GitOpsDeploymentManagedEnvironmentSpec
+	spec v1.GitOpsDeploymentManagedEnvironmentSpec
 	// copyFrom is a DeploymentTarget Secret of another type to copy into CopiedSecretName.
 	copyFrom *corev1.Secret
 }
@@ -261,7 +261,7 @@ func (r *Reconciler) reconcile(ctx context.Context, env *appstudio.Environment) 
 // connection is the progress of an Environment whose generated managed environment is me:
 // Ready once the backend has connected me's current spec to the cluster, Stalled when it
 // cannot without a change, in progress until then.
-func connection(me *gitops.GitOpsDeploymentManagedEnvironment) outcome.Progress {
+func connection(me *v1.GitOpsDeploymentManagedEnvironment) outcome.Progress {
 	seen := me.Status.ObservedGeneration == me.Generation && me.Generation != 0
 	ready := meta.FindStatusCondition(me.Status.Conditions, outcome.TypeReady)
 	switch {
@@ -284,7 +284,7 @@ func (r *Reconciler) fromCredentials(ctx context.Context, env *appstudio.Environ
 		}
 		return nil, err
 	}
-	return &desired{spec: gitops.GitOpsDeploymentManagedEnvironmentSpec{
+	return &desired{spec: v1.GitOpsDeploymentManagedEnvironmentSpec{
 		APIURL:                     creds.APIURL,
 		ClusterCredentialsSecret:   creds.ClusterCredentialsSecret,
 		AllowInsecureSkipTLSVerify: creds.AllowInsecureSkipTLSVerify,
@@ -329,7 +329,7 @@ func (r *Reconciler) fromClaim(ctx context.Context, env *appstudio.Environment, 
 		}
 		return nil, err
 	}
-	want := &desired{spec: gitops.GitOpsDeploymentManagedEnvironmentSpec{
+	want := &desired{spec: v1.GitOpsDeploymentManagedEnvironmentSpec{
 		APIURL:                     creds.APIURL,
 		ClusterCredentialsSecret:   creds.ClusterCredentialsSecret,
 		AllowInsecureSkipTLSVerify: creds.AllowInsecureSkipTLSVerify,
@@ -338,7 +338,7 @@ func (r *Reconciler) fromClaim(ctx context.Context, env *appstudio.Environment, 
 		// The target's credentials are for one namespace (see the DeploymentTarget API).
 		want.spec.Namespaces = []string{creds.DefaultNamespace}
 	}
-	if secret.Type != gitops.ManagedEnvironmentSecretType {
+	if secret.Type != v1.ManagedEnvironmentSecretType {
 		want.copyFrom = secret
 	}
 	return want, nil
@@ -347,14 +347,14 @@ func (r *Reconciler) fromClaim(ctx context.Context, env *appstudio.Environment, 
 func (r *Reconciler) ensureCopiedSecret(ctx context.Context, env *appstudio.Environment, from *corev1.Secret) error {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: CopiedSecretName(env.Name)}}
 	return r.createOrUpdateOwned(ctx, env, s, func() {
-		s.Type = gitops.ManagedEnvironmentSecretType
-		s.Data = map[string][]byte{gitops.ManagedEnvironmentSecretKubeconfigKey: from.Data[gitops.ManagedEnvironmentSecretKubeconfigKey]}
+		s.Type = v1.ManagedEnvironmentSecretType
+		s.Data = map[string][]byte{v1.ManagedEnvironmentSecretKubeconfigKey: from.Data[v1.ManagedEnvironmentSecretKubeconfigKey]}
 	})
 }
 
 // ensureManagedEnvironment writes the managed environment and returns it as stored.
-func (r *Reconciler) ensureManagedEnvironment(ctx context.Context, env *appstudio.Environment, spec gitops.GitOpsDeploymentManagedEnvironmentSpec) (*gitops.GitOpsDeploymentManagedEnvironment, error) {
-	me := &gitops.GitOpsDeploymentManagedEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}}
+func (r *Reconciler) ensureManagedEnvironment(ctx context.Context, env *appstudio.Environment, spec v1.GitOpsDeploymentManagedEnvironmentSpec) (*v1.GitOpsDeploymentManagedEnvironment, error) {
+	me := &v1.GitOpsDeploymentManagedEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}}
 	if err := r.createOrUpdateOwned(ctx, env, me, func() { me.Spec = spec }); err != nil {
 		return nil, err
 	}
@@ -394,7 +394,7 @@ func kindOf(obj client.Object) string {
 }
 
 func (r *Reconciler) deleteGenerated(ctx context.Context, env *appstudio.Environment) error {
-	if err := r.deleteOwned(ctx, env, &gitops.GitOpsDeploymentManagedEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}}); err != nil {
+	if err := r.deleteOwned(ctx, env, &v1.GitOpsDeploymentManagedEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}}); err != nil {
 		return err
 	}
 	return r.deleteOwned(ctx, env, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: CopiedSecretName(env.Name)}})

@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
@@ -177,8 +177,8 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	// The kubeconfig Secret first, then the target that references it (so an Environment
 	// never sees a target whose Secret is missing). The Secret is owned by the target.
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: dtc.Namespace, Name: dtName + "-kubeconfig"},
-		Type: gitops.ManagedEnvironmentSecretType,
-		Data: map[string][]byte{gitops.ManagedEnvironmentSecretKubeconfigKey: kubeconfig}}
+		Type: v1.ManagedEnvironmentSecretType,
+		Data: map[string][]byte{v1.ManagedEnvironmentSecretKubeconfigKey: kubeconfig}}
 	if err := r.ensure(ctx, secret); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -28,9 +28,9 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
-	"github.com/gitops-service/gitops-service/backend/internal/events"
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
-	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
+	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
@@ -55,10 +55,10 @@ type Reconciler struct {
 	DB       *bun.DB
 	Store    Store
 	Tenancy  *tenancy.Resolver
-	Signal   *signal.Signaller
+	Signal   *opsignal.Signaller
 	Recorder record.EventRecorder
 	// Queue receives requests from database notifications.
-	Queue *events.Queue
+	Queue *notifyroute.Queue
 	// MaxConcurrentReconciles bounds parallel reconciles.
 	MaxConcurrentReconciles int
 }
@@ -70,7 +70,7 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller and its cache indexes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeployment{}, events.UIDIndex, events.IndexUID); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeployment{}, notifyroute.UIDIndex, notifyroute.IndexUID); err != nil {
 		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeployment{}, EnvironmentIndex, func(o client.Object) []string {

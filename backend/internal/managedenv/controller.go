@@ -27,9 +27,9 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
-	"github.com/gitops-service/gitops-service/backend/internal/events"
-	"github.com/gitops-service/gitops-service/backend/internal/mapping"
-	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/crcleanup"
+	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
+	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 	"github.com/gitops-service/gitops-service/backend/internal/tenantcap"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
@@ -55,11 +55,11 @@ type Reconciler struct {
 	DB       *bun.DB
 	Store    Store
 	Tenancy  *tenancy.Resolver
-	Signal   *signal.Signaller
+	Signal   *opsignal.Signaller
 	Recorder record.EventRecorder
 	// Queue hands the controller's workqueue to the sweep, which requeues environments
 	// without rows.
-	Queue events.Queue
+	Queue notifyroute.Queue
 	// MaxConcurrentReconciles is how many environments are reconciled at once (0: 1), so
 	// that one tenant's slow cluster does not hold up the others.
 	MaxConcurrentReconciles int
@@ -314,7 +314,7 @@ func (r *Reconciler) remove(ctx context.Context, namespace, name, keepUID string
 			}
 		}
 	}
-	remover := &mapping.Remover{DB: r.DB, Store: r.Store, Tenancy: r.Tenancy, Signal: r.Signal,
+	remover := &crcleanup.Remover{DB: r.DB, Store: r.Store, Tenancy: r.Tenancy, Signal: r.Signal,
 		Kind: db.APIResourceManagedEnvironment, ResourceType: db.OperationResourceManagedEnvironment, DeleteRow: r.Store.DeleteManagedEnvironment}
 	return remover.Remove(ctx, namespace, name, keepUID)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
-	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 )
 
 // Store is the part of the database the package uses.
@@ -33,7 +33,7 @@ type Store interface {
 type Mover struct {
 	DB     bun.IDB
 	Store  Store
-	Signal *signal.Signaller
+	Signal *opsignal.Signaller
 }
 
 // Move places a tenant on engine instance to and signals both instances (see the package

@@ -19,7 +19,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/periodic"
 	"github.com/gitops-service/gitops-service/backend-shared/queue"
-	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+	"github.com/gitops-service/gitops-service/backend/internal/placement"
 )
 
 // Defaults of Rebalancer.
@@ -36,9 +36,9 @@ const (
 	DefaultMaxMoves = 10
 )
 
-// Planner decides which tenants to move (tenancy.BoundedLoad).
+// Planner decides which tenants to move (placement.BoundedLoad).
 type Planner interface {
-	Plan(tenants []db.Tenant, instances []db.EngineInstance) []tenancy.Move
+	Plan(tenants []db.Tenant, instances []db.EngineInstance) []placement.Move
 }
 
 var movesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -107,7 +107,7 @@ func (r *Rebalancer) Reconcile(ctx context.Context, _ string) (reconcile.Result,
 
 // Run plans once and starts up to MaxMoves moves; it returns the moves started and how
 // many planned moves it left undone.
-func (r *Rebalancer) Run(ctx context.Context) ([]tenancy.Move, int, error) {
+func (r *Rebalancer) Run(ctx context.Context) ([]placement.Move, int, error) {
 	idb, store := r.Mover.DB, r.Mover.Store
 	instances, err := store.ListEngineInstances(ctx, idb)
 	if err != nil {
@@ -130,7 +130,7 @@ func (r *Rebalancer) Run(ctx context.Context) ([]tenancy.Move, int, error) {
 		limit = DefaultMaxMoves
 	}
 	log := ctrl.LoggerFrom(ctx)
-	var started []tenancy.Move
+	var started []placement.Move
 	var errs []error
 	for _, mv := range plan {
 		if len(started) == limit {

@@ -24,9 +24,9 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
+	"github.com/gitops-service/gitops-service/backend/internal/crcleanup"
 	"github.com/gitops-service/gitops-service/backend/internal/jitter"
-	"github.com/gitops-service/gitops-service/backend/internal/mapping"
-	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 	"github.com/gitops-service/gitops-service/backend/internal/tenantcap"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
@@ -56,7 +56,7 @@ type Reconciler struct {
 	DB       *bun.DB
 	Store    Store
 	Tenancy  *tenancy.Resolver
-	Signal   *signal.Signaller
+	Signal   *opsignal.Signaller
 	Recorder record.EventRecorder
 	// CABundle, when not nil, holds PEM certificates trusted (besides the system's) when
 	// validating https:// repositories.
@@ -251,7 +251,7 @@ func sameCredential(a, b *db.RepositoryCredential) bool {
 
 // remove deletes what is left of the CRs called name in namespace except keepUID.
 func (r *Reconciler) remove(ctx context.Context, namespace, name, keepUID string) error {
-	remover := &mapping.Remover{DB: r.DB, Store: r.Store, Tenancy: r.Tenancy, Signal: r.Signal,
+	remover := &crcleanup.Remover{DB: r.DB, Store: r.Store, Tenancy: r.Tenancy, Signal: r.Signal,
 		Kind: db.APIResourceRepositoryCredential, ResourceType: db.OperationResourceRepositoryCredential, DeleteRow: r.Store.DeleteRepositoryCredential}
 	return remover.Remove(ctx, namespace, name, keepUID)
 }

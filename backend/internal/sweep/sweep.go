@@ -32,9 +32,9 @@ import (
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/periodic"
-	"github.com/gitops-service/gitops-service/backend/internal/events"
-	"github.com/gitops-service/gitops-service/backend/internal/mapping"
-	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/crcleanup"
+	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
+	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 )
 
 // Defaults of the sweep.
@@ -93,16 +93,16 @@ type Kind struct {
 	// and signals the Operations, exactly as on a deletion event.
 	Reconciler reconcile.Reconciler
 	// Remover, if set, removes the rows of an earlier incarnation of a CR that exists again
-	// under the same name (a mapping.Remover keeping the live UID). Without one, such rows
+	// under the same name (a crcleanup.Remover keeping the live UID). Without one, such rows
 	// are left to the controller, which removes them when it reconciles the new CR.
-	Remover *mapping.Remover
+	Remover *crcleanup.Remover
 	// NewList and Queue, if set, let the sweep check the other way round: a CR of the kind
 	// that has no row although it was created before the run started goes back into the
 	// controller's queue. Its rows were lost (a database restored from a backup, or failed
 	// over to an asynchronous replica, loses the last committed transactions), or the
 	// controller keeps failing on it; either way, reconciling it again is what fixes it.
 	NewList func() client.ObjectList
-	Queue   *events.Queue
+	Queue   *notifyroute.Queue
 }
 
 // Sweeper is the Runnable.
@@ -113,7 +113,7 @@ type Sweeper struct {
 	APIReader client.Reader
 	DB        *bun.DB
 	Store     Store
-	Signal    *signal.Signaller
+	Signal    *opsignal.Signaller
 	// Kinds by kind name: KindDeployment for the deployment mappings, the
 	// db.APIResourceType for the API CR mappings. Rows of a kind without an entry are kept.
 	Kinds map[string]Kind

@@ -23,8 +23,8 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
-	"github.com/gitops-service/gitops-service/backend/internal/events"
-	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
+	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 	"github.com/gitops-service/gitops-service/backend/internal/validation"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
@@ -78,9 +78,9 @@ type Reconciler struct {
 	DB       *bun.DB
 	Store    Store
 	Tenancy  *tenancy.Resolver
-	Signal   *signal.Signaller
+	Signal   *opsignal.Signaller
 	Recorder record.EventRecorder
-	Queue    *events.Queue
+	Queue    *notifyroute.Queue
 	// MaxConcurrentReconciles bounds parallel reconciles.
 	MaxConcurrentReconciles int
 }
@@ -95,7 +95,7 @@ type Reconciler struct {
 // runs once its deployment exists), and when their operation finishes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, &v1.GitOpsDeploymentSyncRun{}, events.UIDIndex, events.IndexUID); err != nil {
+	if err := indexer.IndexField(ctx, &v1.GitOpsDeploymentSyncRun{}, notifyroute.UIDIndex, notifyroute.IndexUID); err != nil {
 		return err
 	}
 	if err := indexer.IndexField(ctx, &v1.GitOpsDeploymentSyncRun{}, DeploymentNameIndex, func(o client.Object) []string {

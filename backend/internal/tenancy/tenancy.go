@@ -4,7 +4,6 @@ package tenancy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/uptrace/bun"
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend/internal/placement"
 )
 
 // Store is the part of the database tenancy uses.
@@ -30,18 +30,15 @@ type Store interface {
 // same tenant are settled by the database (the first one recorded wins), not the Placer.
 //
 // Placement only places NEW tenants; moving placed tenants when the weights, states or
-// instances change is the rebalancer's job (BoundedLoad.Plan decides the moves).
+// instances change is the rebalancer's job (placement.BoundedLoad.Plan decides the moves).
 type Placer interface {
 	Place(tenant *db.Tenant, instances []db.EngineInstance, loads map[string]int) (*db.EngineInstance, error)
 }
 
-// ErrNoEngineInstance means no engine instance accepts tenants.
-var ErrNoEngineInstance = errors.New("no active GitOps engine instance accepts new tenants")
-
 // Resolver finds tenants and their placement.
 type Resolver struct {
 	Store Store
-	// Placer places new tenants; nil means &BoundedLoad{} (the default).
+	// Placer places new tenants; nil means &placement.BoundedLoad{} (the default).
 	Placer Placer
 	// Namespaces reads Namespace objects (the manager's cache).
 	Namespaces client.Reader
@@ -86,7 +83,7 @@ func (r *Resolver) EngineInstance(ctx context.Context, idb bun.IDB, tenant *db.T
 	}
 	placer := r.Placer
 	if placer == nil {
-		placer = &BoundedLoad{}
+		placer = &placement.BoundedLoad{}
 	}
 	instance, err := placer.Place(tenant, instances, loads)
 	if err != nil {

@@ -1,4 +1,4 @@
-package signal_test
+package opsignal_test
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
-	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 )
 
 var cp *testenv.ControlPlane
@@ -48,7 +48,7 @@ func userKubeconfig(t *testing.T, name string, groups ...string) *db.ClusterCred
 func TestClustersReachEachEngineClusterWithItsOwnCredentials(t *testing.T) {
 	g, ctx := NewWithT(t), t.Context()
 	bdb, store := dbtest.NewDB(t), newStore(t)
-	clusters := &signal.Clusters{Local: cp.Client, Own: "home", Base: cp.Config, Scheme: cp.Scheme, DB: bdb, Store: store, TTL: time.Hour}
+	clusters := &opsignal.Clusters{Local: cp.Client, Own: "home", Base: cp.Config, Scheme: cp.Scheme, DB: bdb, Store: store, TTL: time.Hour}
 	readNamespace := func(c client.Client) error {
 		return c.Get(ctx, client.ObjectKey{Name: "default"}, &corev1.Namespace{})
 	}
@@ -96,7 +96,7 @@ func TestClustersReachEachEngineClusterWithItsOwnCredentials(t *testing.T) {
 func TestClustersPickUpRotatedCredentialsAfterTheirTTL(t *testing.T) {
 	g, ctx := NewWithT(t), t.Context()
 	bdb, store := dbtest.NewDB(t), newStore(t)
-	clusters := &signal.Clusters{Local: cp.Client, Base: cp.Config, Scheme: cp.Scheme, DB: bdb, Store: store, TTL: 200 * time.Millisecond}
+	clusters := &opsignal.Clusters{Local: cp.Client, Base: cp.Config, Scheme: cp.Scheme, DB: bdb, Store: store, TTL: 200 * time.Millisecond}
 	west, err := store.SetEngineClusterCredentials(ctx, bdb, "west", userKubeconfig(t, "west-signaller"))
 	g.Expect(err).NotTo(HaveOccurred())
 	first, err := clusters.For(ctx, west.ID)
@@ -115,7 +115,7 @@ func TestClustersPickUpRotatedCredentialsAfterTheirTTL(t *testing.T) {
 func TestClustersSayWhichClusterTheyCannotReach(t *testing.T) {
 	g, ctx := NewWithT(t), t.Context()
 	bdb, store := dbtest.NewDB(t), newStore(t)
-	clusters := &signal.Clusters{Local: cp.Client, Base: cp.Config, Scheme: cp.Scheme, DB: bdb, Store: store}
+	clusters := &opsignal.Clusters{Local: cp.Client, Base: cp.Config, Scheme: cp.Scheme, DB: bdb, Store: store}
 
 	// A kubeconfig whose current context names nothing: the error names the cluster and
 	// quotes nothing of the kubeconfig.

@@ -1,4 +1,4 @@
-package placement
+package engineinstances
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/kubeconfig"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend/internal/clusterconfig"
-	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 )
 
 // setClusterCredentials is the set-cluster-credentials verb.
@@ -82,7 +82,7 @@ func EngineClusterCredentials(path, kubeContext string) (*db.ClusterCredentials,
 // reachable checks that cfg reaches an API server that accepts its credentials.
 func reachable(cfg *rest.Config) error {
 	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = signal.RemoteTimeout
+	cfg.Timeout = opsignal.RemoteTimeout
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err

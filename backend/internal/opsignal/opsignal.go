@@ -1,11 +1,11 @@
-// Package signal tells a cluster-agent that Argo CD must change: an Operation row (written in
+// Package opsignal tells a cluster-agent that Argo CD must change: an Operation row (written in
 // the caller's transaction, together with the rows it is about) and an Operation CR holding
 // a row's id, created after the transaction commits. One CR stands for every operation of
 // an engine instance written while the instance's signal is up (db.RaiseSignal): only the
 // transaction that raises it creates a CR, so a burst of changes costs one API write, not
 // one per change. The cluster-agent takes the signal down once it has every Waiting
 // operation in its work queue.
-package signal
+package opsignal
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 )
 
@@ -107,9 +107,9 @@ func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, operation
 	if err != nil {
 		return err
 	}
-	cr := &managedgitopsv1alpha1.Operation{
-		ObjectMeta: metav1.ObjectMeta{Name: managedgitopsv1alpha1.OperationName(operationID), Namespace: engine.NamespaceName},
-		Spec:       managedgitopsv1alpha1.OperationSpec{OperationID: operationID},
+	cr := &v1.Operation{
+		ObjectMeta: metav1.ObjectMeta{Name: v1.OperationName(operationID), Namespace: engine.NamespaceName},
+		Spec:       v1.OperationSpec{OperationID: operationID},
 	}
 	if err := cl.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
 		s.Clusters.Forget(engine.EngineClusterID)

@@ -1,8 +1,9 @@
-package tenancy
+package placement
 
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"math"
 	"sort"
 	"strconv"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 )
+
+// ErrNoEngineInstance means no engine instance accepts tenants.
+var ErrNoEngineInstance = errors.New("no active GitOps engine instance accepts new tenants")
 
 // Defaults of BoundedLoad.
 const (
@@ -84,7 +88,7 @@ type ring struct {
 	points    []ringPoint
 }
 
-// Place implements Placer. It is safe for concurrent use; use a *BoundedLoad.
+// Place implements tenancy.Placer. It is safe for concurrent use; use a *BoundedLoad.
 func (p *BoundedLoad) Place(tenant *db.Tenant, instances []db.EngineInstance, loads map[string]int) (*db.EngineInstance, error) {
 	epsilon := p.epsilon()
 	eligible := eligibleInstances(instances)

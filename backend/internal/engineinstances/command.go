@@ -1,11 +1,11 @@
-// Package placement is the operator's side of tenant placement: the `backend
+// Package engineinstances is the operator's side of tenant placement: the `backend
 // engine-instances` subcommand, which registers, re-weights, drains and deregisters GitOps
 // engine instances, and simulates placement. Placement itself (consistent hashing with
-// bounded loads) and the rebalancing plan are tenancy.BoundedLoad.
+// bounded loads) and the rebalancing plan are placement.BoundedLoad.
 //
 // An instance can be deregistered only once it has no tenants: drain it and the backend's
 // rebalancer (internal/rebalance) moves them.
-package placement
+package engineinstances
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend/internal/output"
-	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+	"github.com/gitops-service/gitops-service/backend/internal/placement"
 )
 
 // MaxWeight is the largest capacity weight the command accepts (100 is a standard
@@ -223,7 +223,7 @@ one, and print the loads and the tenants moved. Needs no database.`,
 	}
 	cmd.Flags().IntVar(&instances, "instances", 10, "Engine instances of equal weight (2 to 1000).")
 	cmd.Flags().IntVar(&tenants, "tenants", 10000, "Tenants placed one after the other (1 to 1000000).")
-	cmd.Flags().Float64Var(&epsilon, "epsilon", tenancy.DefaultEpsilon, "ε: how far above its weighted share an instance may go.")
+	cmd.Flags().Float64Var(&epsilon, "epsilon", placement.DefaultEpsilon, "ε: how far above its weighted share an instance may go.")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "Print one JSON object instead of a table.")
 	_ = cmd.Flags().MarkDeprecated("json", "use -o json")
 	format := output.AddFlag(cmd)
@@ -301,9 +301,9 @@ func (c *Command) update(cmd *cobra.Command, id string, change func(*db.EngineIn
 	})
 }
 
-// simulate prints tenancy.Simulate's result: a table, or one JSON or YAML object.
+// simulate prints placement.Simulate's result: a table, or one JSON or YAML object.
 func simulate(w io.Writer, format output.Format, instances, tenants int, epsilon float64) error {
-	res := tenancy.Simulate(instances, tenants, epsilon)
+	res := placement.Simulate(instances, tenants, epsilon)
 	return output.Write(w, format, res, func(w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		_, _ = fmt.Fprintf(tw, "instances, tenants, epsilon\t%d, %d, %g\n", res.Instances, res.Tenants, res.Epsilon)

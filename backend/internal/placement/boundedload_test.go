@@ -1,4 +1,4 @@
-package tenancy
+package placement
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ func newTenant(r *rand.Rand) *db.Tenant {
 
 // placeAll places n new tenants one after the other, as the backend does, and returns the
 // final loads; check runs after each placement.
-func placeAll(t *testing.T, p Placer, r *rand.Rand, instances []db.EngineInstance, n int, check func(loads map[string]int)) map[string]int {
+func placeAll(t *testing.T, p *BoundedLoad, r *rand.Rand, instances []db.EngineInstance, n int, check func(loads map[string]int)) map[string]int {
 	t.Helper()
 	loads := map[string]int{}
 	for range n {

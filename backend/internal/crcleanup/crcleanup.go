@@ -1,7 +1,7 @@
-// Package mapping removes what is left of deleted API CRs (ManagedEnvironments,
+// Package crcleanup removes what is left of deleted API CRs (ManagedEnvironments,
 // RepositoryCredentials): their rows, found by name through the api_cr_mappings, and, through
 // an Operation each, the Argo CD objects the cluster-agent made from them.
-package mapping
+package crcleanup
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
-	"github.com/gitops-service/gitops-service/backend/internal/signal"
+	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 )
 
@@ -24,7 +24,7 @@ type Remover struct {
 	DB      *bun.DB
 	Store   Store
 	Tenancy *tenancy.Resolver
-	Signal  *signal.Signaller
+	Signal  *opsignal.Signaller
 	// Kind of the CRs, and the resource type of the Operations that delete their objects.
 	Kind         db.APIResourceType
 	ResourceType db.OperationResourceType

@@ -1,8 +1,8 @@
-// Package events turns database notifications from the cluster-agents into reconcile
+// Package notifyroute turns database notifications from the cluster-agents into reconcile
 // requests: an application's state changed, or an operation finished. The requests go
 // straight into the workqueue of the controller that owns the CR, so status follows Argo CD
 // without any polling.
-package events
+package notifyroute
 
 import (
 	"context"

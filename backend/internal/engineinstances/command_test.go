@@ -1,4 +1,4 @@
-package placement_test
+package engineinstances_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts/clitest"
+	"github.com/gitops-service/gitops-service/backend/internal/engineinstances"
 	"github.com/gitops-service/gitops-service/backend/internal/placement"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 )
@@ -45,7 +46,7 @@ func newFixture(t *testing.T) *fixture {
 // run runs `backend engine-instances args...` against the fixture's database and returns
 // its output.
 func (f *fixture) run(args ...string) (string, error) {
-	cmd := &placement.Command{
+	cmd := &engineinstances.Command{
 		Store: f.store,
 		Open: func(context.Context) (bun.IDB, func(), error) {
 			return f.db, func() {}, nil
@@ -149,7 +150,7 @@ func TestEngineInstancesCommand(t *testing.T) {
 	// Weight 0 also takes none: with a drained and b at weight 0, nothing is eligible.
 	f.mustRun("set-weight", b, "0")
 	_, err = (&tenancy.Resolver{Store: f.store}).EngineInstance(f.ctx, f.db, &db.Tenant{ID: newUID(), NamespaceUID: newUID()})
-	g.Expect(err).To(MatchError(tenancy.ErrNoEngineInstance))
+	g.Expect(err).To(MatchError(placement.ErrNoEngineInstance))
 	f.mustRun("set-weight", b, "100")
 	g.Expect(f.mustRun("undrain", a)).To(ContainSubstring("weight 100, Active"))
 
@@ -217,7 +218,7 @@ func TestEngineInstancesCommandUsage(t *testing.T) {
 // simulate runs `backend engine-instances simulate args...` with no database.
 func simulate(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := &placement.Command{Open: func(context.Context) (bun.IDB, func(), error) {
+	cmd := &engineinstances.Command{Open: func(context.Context) (bun.IDB, func(), error) {
 		t.Fatal("simulate opened the database")
 		return nil, nil, nil
 	}}
@@ -244,11 +245,11 @@ func TestEngineInstancesSimulate(t *testing.T) {
 		"maxOverMinAfterAdd", "maxOverMinAfterRemove", "seconds"} {
 		g.Expect(fields).To(HaveKeyWithValue(name, BeNumerically(">=", 0)))
 	}
-	var res tenancy.SimulationResult
+	var res placement.SimulationResult
 	g.Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())
 	g.Expect(res.Instances).To(Equal(10))
 	g.Expect(res.Tenants).To(Equal(10000))
-	g.Expect(res.Epsilon).To(Equal(tenancy.DefaultEpsilon))
+	g.Expect(res.Epsilon).To(Equal(placement.DefaultEpsilon))
 	g.Expect(res.MaxLoad).To(BeNumerically(">=", 1000))
 	g.Expect(res.MinLoad).To(And(BeNumerically(">", 0), BeNumerically("<=", 1000)))
 	// The targets: max/min at most 1.1 after placing and after each rebalance, and at most

@@ -1,4 +1,4 @@
-package placement_test
+package engineinstances_test
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/gitops-service/gitops-service/backend/internal/placement"
+	"github.com/gitops-service/gitops-service/backend/internal/engineinstances"
 )
 
 // writeFile writes content to name in dir and returns its path.
@@ -44,7 +44,7 @@ contexts:
 - name: west
   context: {cluster: west, user: west-admin}
 `)
-	creds, _, err := placement.EngineClusterCredentials(path, "east")
+	creds, _, err := engineinstances.EngineClusterCredentials(path, "east")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(creds.Host).To(Equal("https://east.example.com:6443"))
 	stored, err := clientcmd.Load([]byte(creds.Kubeconfig))
@@ -55,13 +55,13 @@ contexts:
 	g.Expect(stored.Clusters["east"].CertificateAuthority).To(BeEmpty())
 	g.Expect(string(stored.Clusters["east"].CertificateAuthorityData)).To(Equal("east-ca"), "the CA file is inlined: the backend runs elsewhere")
 
-	current, _, err := placement.EngineClusterCredentials(path, "")
+	current, _, err := engineinstances.EngineClusterCredentials(path, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(current.Host).To(Equal("https://west.example.com:6443"))
 
 	// A token file is read and stored inline, as the CA file is.
 	writeFile(t, dir, "token", "file-token\n")
-	fromFile, _, err := placement.EngineClusterCredentials(writeFile(t, dir, "with-token-file", `apiVersion: v1
+	fromFile, _, err := engineinstances.EngineClusterCredentials(writeFile(t, dir, "with-token-file", `apiVersion: v1
 kind: Config
 current-context: c
 clusters: [{name: c, cluster: {server: "https://east.example.com"}}]
@@ -104,7 +104,7 @@ contexts: [{name: c, context: {cluster: c, user: u}}]
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, _, err := placement.EngineClusterCredentials(writeFile(t, dir, name, tc.kubeconfig), "")
+			_, _, err := engineinstances.EngineClusterCredentials(writeFile(t, dir, name, tc.kubeconfig), "")
 			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
 			g.Expect(err.Error()).NotTo(ContainSubstring("plugin-secret"))
 		})
