@@ -171,12 +171,13 @@ push: images-tool ## Push the images of $(IMAGES_DIR) with their SBOMs to $(IMAG
 	$(IMAGES_TOOL) push -layout $(IMAGES_DIR) -repo $(IMAGE_REPO) -tag $(VERSION)
 
 .PHONY: release
-release: deps images-tool ## Build a release: images in $(DIST)/images, $(DIST)/install.yaml (and -cert-manager) pinned to $(IMAGE_REPO) by digest, $(DIST)/argocd.yaml (make release VERSION=v0.1.0).
+release: deps images-tool ## Build a release: images in $(DIST)/images, $(DIST)/install.yaml (and -cert-manager) pinned to $(IMAGE_REPO) by digest, $(DIST)/argocd.yaml, $(DIST)/appstudio-crds.yaml (make release VERSION=v0.1.0).
 	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]] || { echo "make release: VERSION=$(VERSION) is not vX.Y.Z" >&2; exit 2; }
 	$(IMAGES_TOOL) build -out $(DIST)/images -version $(VERSION) -commit $(COMMIT) -created $(SOURCE_DATE_EPOCH) -platforms $(PLATFORMS) -sbom-dir $(DIST)/images/sbom
 	$(IMAGES_TOOL) release -layout $(DIST)/images -repo $(IMAGE_REPO) -overlay manifests/overlays/production -out $(DIST)/install.yaml
 	$(IMAGES_TOOL) release -layout $(DIST)/images -repo $(IMAGE_REPO) -overlay manifests/overlays/production-cert-manager -out $(DIST)/install-cert-manager.yaml
 	$(IMAGES_TOOL) render -overlay manifests/argocd -out $(DIST)/argocd.yaml
+	$(IMAGES_TOOL) render -overlay manifests/crd/appstudio -out $(DIST)/appstudio-crds.yaml
 	@echo "$(DIST) is ready; publish the images with: make push IMAGES_DIR=$(DIST)/images IMAGE_REPO=$(IMAGE_REPO) VERSION=$(VERSION)"
 
 .PHONY: test-images
@@ -194,8 +195,9 @@ generate: tools ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: tools ## Generate CRDs (manifests/crd/bases; the sandbox's SpaceRequest, for tests and installs without the sandbox, in manifests/crd/toolchain), webhook configurations (manifests/webhook, manifests/webhook/appstudio-controller) and one ClusterRole per binary (manifests/rbac/<binary>).
-	$(CONTROLLER_GEN) crd paths="{./api/appstudio/...,./api/managedgitops/...}" output:crd:dir=manifests/crd/bases
+manifests: tools ## Generate CRDs (manifests/crd/bases, the AppStudio ones in manifests/crd/appstudio; the sandbox's SpaceRequest, for tests and installs without the sandbox, in manifests/crd/toolchain), webhook configurations (manifests/webhook, manifests/webhook/appstudio-controller) and one ClusterRole per binary (manifests/rbac/<binary>).
+	$(CONTROLLER_GEN) crd paths=./api/managedgitops/... output:crd:dir=manifests/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/appstudio/... output:crd:dir=manifests/crd/appstudio
 	$(CONTROLLER_GEN) crd paths=./api/toolchain/... output:crd:dir=manifests/crd/toolchain
 	$(CONTROLLER_GEN) webhook paths=./backend/... output:webhook:dir=manifests/webhook
 	$(CONTROLLER_GEN) webhook paths=./appstudio-controller/... output:webhook:dir=manifests/webhook/appstudio-controller
@@ -208,7 +210,7 @@ argocd-manifests: ## Copy Argo CD's core install of the pinned version (hack/arg
 
 .PHONY: api-docs
 api-docs: ## Generate the API reference (docs/api) from the CRDs.
-	cd hack/api-docs && GOWORK=off go run . -crds ../../manifests/crd/bases -out ../../docs/api
+	cd hack/api-docs && GOWORK=off go run . -crds ../../manifests/crd -out ../../docs/api
 
 .PHONY: fmt
 fmt: ## gofmt every module.

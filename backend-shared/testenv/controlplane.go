@@ -65,11 +65,13 @@ func StartControlPlane(opts Options) (*ControlPlane, error) {
 	}
 	var crdPaths []string
 	if !opts.WithoutServiceCRDs {
-		dir, err := repoPath("manifests", "crd", "bases")
-		if err != nil {
-			return nil, err
+		for _, sub := range []string{"bases", "appstudio"} {
+			dir, err := repoPath("manifests", "crd", sub)
+			if err != nil {
+				return nil, err
+			}
+			crdPaths = append(crdPaths, dir)
 		}
-		crdPaths = append(crdPaths, dir)
 	}
 	if !opts.WithoutArgoCDCRDs {
 		paths, err := ArgoCDCRDPaths()

@@ -64,6 +64,7 @@ var builds = []build{
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
 			checkWebhookWiring(t, objs, false)
 			requireNoKind(t, objs, "cert-manager.io", "Certificate")
+			checkAppStudioCRDs(t, objs, false)
 		},
 	},
 	{
@@ -73,6 +74,7 @@ var builds = []build{
 		},
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
 			checkWebhookWiring(t, objs, false)
+			checkAppStudioCRDs(t, objs, true)
 			secret := find(objs, "", "Secret", "gitops-service", "gitops-service-database")
 			if secret == nil {
 				t.Fatalf("the local overlay has no Secret gitops-service/gitops-service-database")
@@ -632,6 +634,40 @@ func deploymentsOf(t *testing.T, objs []*unstructured.Unstructured) []*appsv1.De
 	return out
 }
 
+// appStudioKinds are the kinds of the AppStudio CRDs (components/appstudio-crds).
+var appStudioKinds = []string{"DeploymentTarget", "DeploymentTargetClaim", "DeploymentTargetClass", "Environment",
+	"PromotionRun", "Snapshot", "SnapshotEnvironmentBinding"}
+
+// checkAppStudioCRDs checks that objs hold every AppStudio CRD, or none, and the service's
+// own CRDs in either case.
+func checkAppStudioCRDs(t *testing.T, objs []*unstructured.Unstructured, want bool) {
+	t.Helper()
+	var appstudio, own []string
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		switch group {
+		case "appstudio.redhat.com":
+			appstudio = append(appstudio, kind)
+		case "managed-gitops.redhat.com":
+			own = append(own, kind)
+		}
+	}
+	slices.Sort(appstudio)
+	if want && !slices.Equal(appstudio, appStudioKinds) {
+		t.Errorf("AppStudio CRDs %v, want %v", appstudio, appStudioKinds)
+	}
+	if !want && len(appstudio) > 0 {
+		t.Errorf("AppStudio CRDs %v: a cluster with the upstream application-api's would have them replaced", appstudio)
+	}
+	if len(own) != 5 {
+		t.Errorf("the service's own CRDs are %v, want all 5", own)
+	}
+}
+
 func requireNoKind(t *testing.T, objs []*unstructured.Unstructured, group, kind string) {
 	t.Helper()
 	for _, o := range objs {
@@ -693,6 +729,7 @@ func key(o *unstructured.Unstructured) string {
 func checkProduction(t *testing.T, objs []*unstructured.Unstructured, withCertManager bool) {
 	t.Helper()
 	checkWebhookWiring(t, objs, withCertManager)
+	checkAppStudioCRDs(t, objs, false) // dist/appstudio-crds.yaml carries them
 	for _, d := range deploymentsOf(t, objs) {
 		c := d.Spec.Template.Spec.Containers[0]
 		if !slices.Contains(c.Args, "--leader-elect=true") {
