@@ -13,12 +13,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // Options are the flags shared by the binaries.
 type Options struct {
 	MetricsAddr          string
+	MetricsSecure        bool
+	MetricsCertDir       string
 	ProbeAddr            string
 	PprofAddr            string
 	LeaderElect          bool
@@ -40,6 +43,11 @@ func New(name, metricsAddr, probeAddr string) *Options {
 // BindFlags registers the options on fs.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.defaultMetricsAddr, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS to callers whose bearer token the API server authenticates and allows to get the non-resource URL /metrics "+
+			"(TokenReview and SubjectAccessReview); false serves plain HTTP to anyone who can connect.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "",
+		"Directory with tls.crt and tls.key for the metrics endpoint (reloaded when they change); empty: a self-signed certificate made at start.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.defaultProbeAddr, "Address the /healthz and /readyz probes bind to.")
 	fs.StringVar(&o.PprofAddr, "pprof-address", "", "Address net/http/pprof (/debug/pprof/) is served on, e.g. \"127.0.0.1:6060\"; empty or \"0\" disables it. Its profiles expose the process's memory: bind it to localhost or protect it.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
@@ -64,7 +72,7 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
 	shutdown := o.GracefulShutdown
 	return ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 o.metricsOptions(),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
@@ -74,6 +82,18 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 	}
+}
+
+// metricsOptions serves metrics as --metrics-secure says: over HTTPS, authenticated and
+// authorized by the API server, as kubebuilder scaffolds it, or plainly.
+func (o *Options) metricsOptions() metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		opts.SecureServing = true
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.CertDir = o.MetricsCertDir
+	}
+	return opts
 }
 
 // RestConfig applies the client rate limits to cfg.

@@ -6,10 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +44,7 @@ const (
 // metrics served, and leadership handed over when a leader's pod goes.
 func TestInstallGuide(t *testing.T) {
 	e := newEnvironment(t)
-	ctx, k8s, cs, db, repoURL := context.Background(), e.k8s, e.cs, e.db, e.repoURL
+	ctx, k8s, db, repoURL := context.Background(), e.k8s, e.db, e.repoURL
 	t.Log("running the install guide")
 	e.runGuide(t, e.root, InstallBlocks, e.release)
 
@@ -75,17 +75,24 @@ func TestInstallGuide(t *testing.T) {
 		expectDeploys(t, k8s, tenantNamespace(t, k8s, "tenant-a"), "first", repoURL)
 	})
 
-	t.Run("every binary serves its metrics", func(t *testing.T) {
+	t.Run("every binary serves its metrics, to a scraper RBAC allows only", func(t *testing.T) {
 		g := NewWithT(t)
+		token, err := e.scraper.Token(ctx, "default")
+		g.Expect(err).NotTo(HaveOccurred())
 		for _, binary := range []string{"backend", "cluster-agent", "appstudio-controller"} {
 			var pods corev1.PodList
 			g.Expect(k8s.List(ctx, &pods, client.InNamespace(serviceNS), client.MatchingLabels{"app.kubernetes.io/name": binary})).To(Succeed())
 			g.Expect(pods.Items).NotTo(BeEmpty(), binary)
 			for _, p := range pods.Items {
-				body, err := cs.CoreV1().Pods(serviceNS).ProxyGet("http", p.Name, metricsPort(p), "/metrics", nil).DoRaw(ctx)
+				code, body, err := e.scraper.Scrape(ctx, p, metricsPort(p), token)
 				g.Expect(err).NotTo(HaveOccurred(), "metrics of %s", p.Name)
-				g.Expect(string(body)).To(ContainSubstring(`gitops_service_build_info{binary="`+binary+`"`), "metrics of %s", p.Name)
-				g.Expect(string(body)).To(ContainSubstring(`version="`+releaseVersion+`"`), "metrics of %s", p.Name)
+				g.Expect(code).To(Equal(http.StatusOK), "metrics of %s", p.Name)
+				g.Expect(body).To(ContainSubstring(`gitops_service_build_info{binary="`+binary+`"`), "metrics of %s", p.Name)
+				g.Expect(body).To(ContainSubstring(`version="`+releaseVersion+`"`), "metrics of %s", p.Name)
+				code, body, err = e.scraper.Scrape(ctx, p, metricsPort(p), "")
+				g.Expect(err).NotTo(HaveOccurred(), "metrics of %s without a token", p.Name)
+				g.Expect(code).To(Equal(http.StatusUnauthorized), "metrics of %s without a token", p.Name)
+				g.Expect(body).NotTo(ContainSubstring("gitops_service_build_info"))
 			}
 		}
 	})
@@ -142,6 +149,7 @@ type environment struct {
 	repoURL             string
 	k8s                 client.Client
 	cs                  *kubernetes.Clientset
+	scraper             *Scraper
 }
 
 // newEnvironment starts the node and what surrounds it, importing the images of each
@@ -187,6 +195,7 @@ func newEnvironment(t *testing.T, releases ...[2]string) *environment {
 	g.Expect(err).NotTo(HaveOccurred())
 	e.cs, err = kubernetes.NewForConfig(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
+	e.scraper = &Scraper{Config: cfg, CS: e.cs}
 	return e
 }
 
@@ -319,16 +328,16 @@ func run(t *testing.T, dir, bin string, args ...string) {
 	}
 }
 
-// metricsPort is the port of the pod's container port named metrics.
-func metricsPort(p corev1.Pod) string {
+// metricsPort is the port of the pod's container port named metrics, 0 if it has none.
+func metricsPort(p corev1.Pod) int {
 	for _, c := range p.Spec.Containers {
 		for _, port := range c.Ports {
 			if port.Name == "metrics" {
-				return strconv.Itoa(int(port.ContainerPort))
+				return int(port.ContainerPort)
 			}
 		}
 	}
-	return "metrics"
+	return 0
 }
 
 // dumpLogs prints the tail of each node component's log and of every pod's.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -101,9 +102,19 @@ func expectRunning(t *testing.T, e *environment, version string) {
 				n, _, _ := unstructured.NestedInt64(d.Object, "status", field)
 				g.Expect(n).To(Equal(replicas), "%s of %s", field, binary)
 			}
-			body, err := e.cs.CoreV1().Services(serviceNS).ProxyGet("http", "gitops-service-"+binary+"-metrics", "metrics", "/metrics", nil).DoRaw(context.Background())
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(string(body)).To(ContainSubstring(`version="`+version+`"`), "the build %s serves", binary)
+			var pods corev1.PodList
+			g.Expect(e.k8s.List(context.Background(), &pods, client.InNamespace(serviceNS),
+				client.MatchingLabels{"app.kubernetes.io/name": binary})).To(Succeed())
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp != nil {
+					continue
+				}
+				token, err := e.scraper.Token(context.Background(), "default")
+				g.Expect(err).NotTo(HaveOccurred())
+				_, body, err := e.scraper.Scrape(context.Background(), p, metricsPort(p), token)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(body).To(ContainSubstring(`version="`+version+`"`), "the build %s serves in %s", binary, p.Name)
+			}
 		}
 	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the service at %s", version)
 }
