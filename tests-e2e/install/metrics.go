@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,7 +62,7 @@ func (s *Scraper) Scrape(ctx context.Context, pod corev1.Pod, port int, token st
 	}
 	defer stop()
 	// The endpoint's certificate is self-signed: what is checked is who may read.
-	transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // see above
+	transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
 	c := &http.Client{Timeout: 10 * time.Second, Transport: transport}
 	code, body, err := get(ctx, c, "https://127.0.0.1:"+strconv.Itoa(local)+"/metrics", token)
 	if err != nil {
@@ -112,9 +113,12 @@ func (s *Scraper) forward(pod corev1.Pod, port int) (int, func(), error) {
 		return 0, nil, fmt.Errorf("port-forward to %s: not ready in 30s", pod.Name)
 	}
 	ports, err := fw.GetPorts()
-	if err != nil || len(ports) == 0 {
+	if err == nil && len(ports) == 0 {
+		err = errors.New("none forwarded")
+	}
+	if err != nil {
 		close(stop)
-		return 0, nil, fmt.Errorf("port-forward to %s: no local port: %v", pod.Name, err)
+		return 0, nil, fmt.Errorf("port-forward to %s: no local port: %w", pod.Name, err)
 	}
 	return int(ports[0].Local), func() { close(stop) }, nil
 }
