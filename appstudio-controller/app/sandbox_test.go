@@ -123,10 +123,10 @@ func TestSandboxProvisionerDelete(t *testing.T) {
 	// A failing SpaceRequest is reported on the claim (condition and Warning Event).
 	h.setSpaceStatus(sr.Name, toolchain.SpaceRequestStatus{Conditions: ready(toolchain.ConditionFalse, "UnableToCreateSpace", "tier appstudio-env not found")})
 	h.g.Eventually(h.provisionedCondition("claim"), eventually, poll).Should(And(
-		withReason(metav1.ConditionFalse, sandbox.ReasonSpaceRequestFailed),
+		withReason(metav1.ConditionFalse, appstudio.DeploymentTargetClaimReasonSpaceRequestFailed),
 		WithTransform(func(c *metav1.Condition) string { return c.Message },
 			And(ContainSubstring(sr.Name), ContainSubstring("UnableToCreateSpace"), ContainSubstring("tier appstudio-env not found")))))
-	h.g.Eventually(h.events("claim", corev1.EventTypeWarning), eventually, poll).Should(ContainElement(sandbox.ReasonSpaceRequestFailed))
+	h.g.Eventually(h.events("claim", corev1.EventTypeWarning), eventually, poll).Should(ContainElement(appstudio.DeploymentTargetClaimReasonSpaceRequestFailed))
 	list := &appstudio.DeploymentTargetList{}
 	h.g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
 	h.g.Expect(list.Items).To(BeEmpty())
@@ -142,7 +142,7 @@ func TestSandboxProvisionerDelete(t *testing.T) {
 	h.g.Expect(dt.Spec.ClaimRef).To(Equal("claim"))
 	h.g.Expect(dt.Spec.KubernetesClusterCredentials).To(Equal(appstudio.DeploymentTargetKubernetesClusterCredentials{
 		APIURL: cp.Config.Host, DefaultNamespace: ns, ClusterCredentialsSecret: secret}))
-	h.g.Eventually(h.provisionedCondition("claim"), eventually, poll).Should(withReason(metav1.ConditionTrue, sandbox.ReasonProvisioned))
+	h.g.Eventually(h.provisionedCondition("claim"), eventually, poll).Should(withReason(metav1.ConditionTrue, appstudio.DeploymentTargetClaimReasonProvisioned))
 	h.g.Eventually(func() bool {
 		h.g.Expect(h.c.Get(h.ctx, client.ObjectKeyFromObject(sr), sr)).To(Succeed())
 		return metav1.IsControlledBy(sr, dt)
@@ -177,16 +177,16 @@ func TestSandboxProvisionerRetain(t *testing.T) {
 	dtc := &appstudio.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim"}, Spec: appstudio.DeploymentTargetClaimSpec{DeploymentTargetClassName: cls}}
 	h.create(dtc)
 	sr := h.spaceRequest("claim")
-	h.g.Eventually(h.provisionedCondition("claim"), eventually, poll).Should(withReason(metav1.ConditionFalse, sandbox.ReasonWaitingForSpaceRequest))
+	h.g.Eventually(h.provisionedCondition("claim"), eventually, poll).Should(withReason(metav1.ConditionFalse, appstudio.DeploymentTargetClaimReasonWaitingForSpaceRequest))
 
 	// Still provisioning: nothing changes.
 	h.setSpaceStatus(sr.Name, toolchain.SpaceRequestStatus{Conditions: ready(toolchain.ConditionFalse, toolchain.ReasonProvisioning, "")})
-	h.g.Consistently(h.provisionedCondition("claim"), 2*time.Second, poll).Should(withReason(metav1.ConditionFalse, sandbox.ReasonWaitingForSpaceRequest))
+	h.g.Consistently(h.provisionedCondition("claim"), 2*time.Second, poll).Should(withReason(metav1.ConditionFalse, appstudio.DeploymentTargetClaimReasonWaitingForSpaceRequest))
 
 	// Ready without credentials: reported, no target.
 	h.setSpaceStatus(sr.Name, toolchain.SpaceRequestStatus{TargetClusterURL: cp.Config.Host, Conditions: ready(toolchain.ConditionTrue, toolchain.ReasonProvisioned, "")})
-	h.g.Eventually(h.provisionedCondition("claim"), eventually, poll).Should(withReason(metav1.ConditionFalse, sandbox.ReasonInvalidSpaceRequestStatus))
-	h.g.Eventually(h.events("claim", corev1.EventTypeWarning), eventually, poll).Should(ContainElement(sandbox.ReasonInvalidSpaceRequestStatus))
+	h.g.Eventually(h.provisionedCondition("claim"), eventually, poll).Should(withReason(metav1.ConditionFalse, appstudio.DeploymentTargetClaimReasonInvalidSpaceRequestStatus))
+	h.g.Eventually(h.events("claim", corev1.EventTypeWarning), eventually, poll).Should(ContainElement(appstudio.DeploymentTargetClaimReasonInvalidSpaceRequestStatus))
 	h.g.Expect(h.dtcPhase("claim")()).To(Equal(appstudio.DeploymentTargetClaimPhasePending))
 
 	h.playSandbox(sr)

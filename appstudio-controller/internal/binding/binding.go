@@ -32,31 +32,6 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
-// Reasons of the binding's ErrorOccurred condition (status.bindingConditions).
-const (
-	ReasonWaitingForComponentStatus = "WaitingForComponentStatus"
-	ReasonDuplicateComponents       = "DuplicateComponents"
-	ReasonEnvironmentNotFound       = "EnvironmentNotFound"
-	ReasonEnvironmentNotReady       = "EnvironmentNotReady"
-	ReasonInvalidComponentStatus    = "InvalidComponentStatus"
-	ReasonNameConflict              = "GitOpsDeploymentNameConflict"
-	// ReasonInvalidComponentName: a component's GitOpsDeployment name would not be a valid
-	// object name; that component is skipped, the others are deployed.
-	ReasonInvalidComponentName = "InvalidComponentName"
-	// ReasonDuplicateBinding: an older binding in the namespace binds the same application to
-	// the same environment; this one deploys nothing.
-	ReasonDuplicateBinding = "DuplicateBinding"
-	// ReasonGitOpsRepositoryNotReady: the Application Service reports (status.gitopsRepoConditions)
-	// that the GitOps repository resources are not generated; deployments are left as they are.
-	ReasonGitOpsRepositoryNotReady = "GitOpsRepositoryNotReady"
-	// ReasonMissingTargetNamespace: the Environment has cluster credentials but no
-	// targetNamespace to deploy to.
-	ReasonMissingTargetNamespace = "MissingTargetNamespace"
-	// ReasonInvalidLabel: an appstudio.openshift.io label of the binding cannot be copied
-	// onto its GitOpsDeployments; the other labels are copied and the components deployed.
-	ReasonInvalidLabel = "InvalidLabel"
-)
-
 // CopiedLabelPrefix is the prefix of the binding's label keys that are copied onto its
 // GitOpsDeployments.
 const CopiedLabelPrefix = "appstudio.openshift.io"
@@ -222,7 +197,7 @@ func (r *Reconciler) recordError(b *appstudio.SnapshotEnvironmentBinding, err er
 		return
 	}
 	if err == nil {
-		r.Recorder.Event(b, corev1.EventTypeNormal, errcond.ReasonResolved, "The binding's earlier error is resolved")
+		r.Recorder.Event(b, corev1.EventTypeNormal, appstudio.ReasonErrorOccurredResolved, "The binding's earlier error is resolved")
 		return
 	}
 	reason, msg := errcond.Shown(err)
@@ -244,17 +219,17 @@ func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvir
 	env := &appstudio.Environment{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Environment}, env); err != nil {
 		if apierrors.IsNotFound(err) {
-			return v1.ApplicationDestination{}, outcome.StalledError(ReasonEnvironmentNotFound, "Environment %q does not exist in namespace %q", b.Spec.Environment, b.Namespace)
+			return v1.ApplicationDestination{}, outcome.StalledError(appstudio.SnapshotEnvironmentBindingReasonEnvironmentNotFound, "Environment %q does not exist in namespace %q", b.Spec.Environment, b.Namespace)
 		}
 		return v1.ApplicationDestination{}, err
 	}
 	creds, claim := environment.Credentials(env), environment.ClaimName(env)
 	switch {
 	case creds != nil && claim != "":
-		return v1.ApplicationDestination{}, outcome.StalledError(ReasonEnvironmentNotReady, "Environment %q is invalid: it sets both a DeploymentTargetClaim and cluster credentials", env.Name)
+		return v1.ApplicationDestination{}, outcome.StalledError(appstudio.SnapshotEnvironmentBindingReasonEnvironmentNotReady, "Environment %q is invalid: it sets both a DeploymentTargetClaim and cluster credentials", env.Name)
 	case creds != nil && creds.TargetNamespace == "":
 		// The CRD requires it; Environments stored before that rule may still lack it.
-		return v1.ApplicationDestination{}, outcome.StalledError(ReasonMissingTargetNamespace,
+		return v1.ApplicationDestination{}, outcome.StalledError(appstudio.SnapshotEnvironmentBindingReasonMissingTargetNamespace,
 			"Environment %q deploys to a remote cluster (spec.unstableConfigurationFields.kubernetesCredentials) but sets no targetNamespace; "+
 				"set spec.unstableConfigurationFields.kubernetesCredentials.targetNamespace to the namespace to deploy to", env.Name)
 	case creds != nil:
@@ -263,7 +238,7 @@ func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvir
 		dt, err := environment.BoundTarget(ctx, r.Client, env.Namespace, claim)
 		if e := outcome.As(err); e != nil {
 			// As the Environment sees it (a claim not bound yet is a wait, not a failure).
-			return v1.ApplicationDestination{}, &outcome.Error{Kind: e.Kind, Reason: ReasonEnvironmentNotReady, RetryAfter: e.RetryAfter,
+			return v1.ApplicationDestination{}, &outcome.Error{Kind: e.Kind, Reason: appstudio.SnapshotEnvironmentBindingReasonEnvironmentNotReady, RetryAfter: e.RetryAfter,
 				Message: fmt.Sprintf("Environment %q cannot be deployed to yet: %s", env.Name, e.Message)}
 		} else if err != nil {
 			return v1.ApplicationDestination{}, err
@@ -277,7 +252,7 @@ func (r *Reconciler) destination(ctx context.Context, b *appstudio.SnapshotEnvir
 // Desired returns the GitOpsDeployments of the binding (without owner references), or an
 // outcome user error when its component status cannot be used. Components whose
 // GitOpsDeployment name would not be a valid object name are left out, and reported in a user
-// error (ReasonInvalidComponentName) returned with the deployments of the other components.
+// error (appstudio.SnapshotEnvironmentBindingReasonInvalidComponentName) returned with the deployments of the other components.
 func Desired(b *appstudio.SnapshotEnvironmentBinding, dest v1.ApplicationDestination) ([]*v1.GitOpsDeployment, error) {
 	copied, labelErr := copiedLabels(b.Labels)
 	seen := map[string]bool{}
@@ -286,7 +261,7 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest v1.ApplicationDestina
 	var invalid []string
 	for _, c := range b.Status.Components {
 		if seen[c.Name] {
-			return nil, outcome.UserError(ReasonDuplicateComponents, "status.components lists component %q more than once", c.Name)
+			return nil, outcome.UserError(appstudio.SnapshotEnvironmentBindingReasonDuplicateComponents, "status.components lists component %q more than once", c.Name)
 		}
 		seen[c.Name] = true
 		// Shortening can give two components one name: "<b>-<app>-<env>-<c>" in full is also
@@ -299,12 +274,12 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest v1.ApplicationDestina
 			continue
 		}
 		if other, ok := componentOf[name]; ok {
-			return nil, outcome.UserError(ReasonNameConflict, "components %q and %q would both be deployed by GitOpsDeployment %q; rename one of them", other, c.Name, name)
+			return nil, outcome.UserError(appstudio.SnapshotEnvironmentBindingReasonNameConflict, "components %q and %q would both be deployed by GitOpsDeployment %q; rename one of them", other, c.Name, name)
 		}
 		componentOf[name] = c.Name
 		repo := c.GitOpsRepository
 		if repo.URL == "" || repo.Path == "" {
-			return nil, outcome.UserError(ReasonInvalidComponentStatus, "component %q has no GitOps repository URL or path in status.components", c.Name)
+			return nil, outcome.UserError(appstudio.SnapshotEnvironmentBindingReasonInvalidComponentStatus, "component %q has no GitOps repository URL or path in status.components", c.Name)
 		}
 		out = append(out, &v1.GitOpsDeployment{
 			ObjectMeta: metav1.ObjectMeta{
@@ -323,7 +298,7 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest v1.ApplicationDestina
 		if out == nil {
 			out = []*v1.GitOpsDeployment{} // nothing valid: still delete what is no longer wanted
 		}
-		return out, errors.Join(outcome.UserError(ReasonInvalidComponentName,
+		return out, errors.Join(outcome.UserError(appstudio.SnapshotEnvironmentBindingReasonInvalidComponentName,
 			"%d of %d components cannot be deployed, the others are: %s. The name of each GitOpsDeployment is "+
 				"<binding>-<application>-<environment>-<component> (shortened past %d characters) and must be a "+
 				"lowercase RFC 1123 subdomain: rename the component (or the binding, application or environment)",
@@ -340,7 +315,7 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest v1.ApplicationDestina
 
 // copiedLabels returns the labels of the binding whose keys start with CopiedLabelPrefix,
 // except the application/component/environment labels that the binding sets itself, and a
-// user error (ReasonInvalidLabel) naming each label left out because Kubernetes would refuse
+// user error (appstudio.SnapshotEnvironmentBindingReasonInvalidLabel) naming each label left out because Kubernetes would refuse
 // its key or value.
 func copiedLabels(in map[string]string) (map[string]string, error) {
 	out := map[string]string{}
@@ -367,7 +342,7 @@ func copiedLabels(in map[string]string) (map[string]string, error) {
 		out[k] = v
 	}
 	if len(invalid) > 0 {
-		return out, outcome.UserError(ReasonInvalidLabel,
+		return out, outcome.UserError(appstudio.SnapshotEnvironmentBindingReasonInvalidLabel,
 			"%d labels of the binding cannot be copied onto its GitOpsDeployments, the other labels are: %s",
 			len(invalid), strings.Join(invalid, "; "))
 	}
@@ -411,7 +386,7 @@ func (r *Reconciler) reconcile(ctx context.Context, b *appstudio.SnapshotEnviron
 		if err := r.deleteOwned(ctx, b, nil); err != nil {
 			return err
 		}
-		return outcome.UserError(ReasonDuplicateBinding,
+		return outcome.UserError(appstudio.SnapshotEnvironmentBindingReasonDuplicateBinding,
 			"SnapshotEnvironmentBinding %q already binds application %q to environment %q (it is older); this binding duplicates it "+
 				"and deploys nothing. Delete this binding, and point %q at the snapshot to deploy instead",
 			winner, b.Spec.Application, b.Spec.Environment, winner)
@@ -419,13 +394,13 @@ func (r *Reconciler) reconcile(ctx context.Context, b *appstudio.SnapshotEnviron
 	// While the Application Service reports the GitOps repository as not generated,
 	// status.components may be stale: change nothing (what is deployed may work) until it is.
 	if c := meta.FindStatusCondition(b.Status.GitOpsRepoConditions, appstudio.GitOpsRepoConditionGitOpsResourcesGenerated); c != nil && c.Status == metav1.ConditionFalse {
-		return outcome.StalledError(ReasonGitOpsRepositoryNotReady,
+		return outcome.StalledError(appstudio.SnapshotEnvironmentBindingReasonGitOpsRepositoryNotReady,
 			"The Application Service reports that the GitOps repository resources are not generated (status.gitopsRepoConditions %s is False, reason %q: %s); "+
 				"existing GitOpsDeployments are left as they are, and none are generated or changed until it is True again",
 			c.Type, c.Reason, c.Message)
 	}
 	if len(b.Status.Components) == 0 {
-		return outcome.TransientError(ReasonWaitingForComponentStatus, ComponentStatusRetry,
+		return outcome.TransientError(appstudio.SnapshotEnvironmentBindingReasonWaitingForComponentStatus, ComponentStatusRetry,
 			"Waiting for the Application Service to write the components' GitOps repository locations (status.components) before generating GitOpsDeployments")
 	}
 	dest, err := r.destination(ctx, b)
@@ -496,7 +471,7 @@ func (r *Reconciler) apply(ctx context.Context, b *appstudio.SnapshotEnvironment
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, d, func() error {
 		if d.ResourceVersion != "" && !metav1.IsControlledBy(d, b) {
 			// Stalled: deleting a foreign object requeues nothing, so it is looked at again later.
-			return outcome.StalledError(ReasonNameConflict, "GitOpsDeployment %q already exists and is not owned by this binding; delete or rename it", d.Name)
+			return outcome.StalledError(appstudio.SnapshotEnvironmentBindingReasonNameConflict, "GitOpsDeployment %q already exists and is not owned by this binding; delete or rename it", d.Name)
 		}
 		if d.Labels == nil {
 			d.Labels = map[string]string{}
@@ -566,7 +541,7 @@ func (r *Reconciler) summarize(ctx context.Context, b *appstudio.SnapshotEnviron
 	b.Status.GitOpsDeployments = list
 	if len(list) == 0 {
 		// Nothing to deploy without an error: the reconcile reports why.
-		return outcome.Working(ReasonWaitingForComponentStatus, "No components to deploy", true), nil
+		return outcome.Working(appstudio.SnapshotEnvironmentBindingReasonWaitingForComponentStatus, "No components to deploy", true), nil
 	}
 	cond := metav1.Condition{
 		Type:               appstudio.ComponentDeploymentConditionAllComponentsDeployed,

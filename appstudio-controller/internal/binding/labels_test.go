@@ -42,8 +42,8 @@ func TestDesiredCopiesLabels(t *testing.T) {
 		}
 	}
 	e := outcome.As(err)
-	if e == nil || e.Kind != outcome.User || e.Reason != ReasonInvalidLabel {
-		t.Fatalf("want a user error %s, got %v", ReasonInvalidLabel, err)
+	if e == nil || e.Kind != outcome.User || e.Reason != appstudio.SnapshotEnvironmentBindingReasonInvalidLabel {
+		t.Fatalf("want a user error %s, got %v", appstudio.SnapshotEnvironmentBindingReasonInvalidLabel, err)
 	}
 	for _, s := range []string{`label key "appstudio.openshift.io/bad/key"`, `label "appstudio.openshift.io/long" value`, "2 labels"} {
 		if !strings.Contains(e.Message, s) {

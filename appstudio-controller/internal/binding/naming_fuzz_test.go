@@ -94,7 +94,7 @@ func FuzzDeploymentName(f *testing.F) {
 		desired, err := Desired(b, v1.ApplicationDestination{Namespace: "tenant"})
 		if n1 == n2 {
 			ce := outcome.As(err)
-			if ce == nil || ce.Kind != outcome.User || ce.Reason != ReasonNameConflict ||
+			if ce == nil || ce.Kind != outcome.User || ce.Reason != appstudio.SnapshotEnvironmentBindingReasonNameConflict ||
 				!strings.Contains(ce.Message, c1) || !strings.Contains(ce.Message, c2) {
 				t.Fatalf("components %q and %q both get %q, and Desired says %v", c1, c2, n1, err)
 			}

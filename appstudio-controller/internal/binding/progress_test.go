@@ -36,8 +36,8 @@ func TestDeploymentProgress(t *testing.T) {
 }
 
 func TestInternalFirst(t *testing.T) {
-	user := outcome.UserError(ReasonInvalidComponentName, "1 of 2 components cannot be deployed")
-	stalled := outcome.StalledError(ReasonNameConflict, "not owned")
+	user := outcome.UserError(appstudio.SnapshotEnvironmentBindingReasonInvalidComponentName, "1 of 2 components cannot be deployed")
+	stalled := outcome.StalledError(appstudio.SnapshotEnvironmentBindingReasonNameConflict, "not owned")
 	boom, bang := errors.New("boom"), errors.New("bang")
 	for name, tc := range map[string]struct {
 		err            error
@@ -45,12 +45,12 @@ func TestInternalFirst(t *testing.T) {
 		wantIs         []error
 	}{
 		"nil":                          {nil, "", nil},
-		"one user error":               {user, ReasonInvalidComponentName, nil},
-		"user errors joined":           {errors.Join(user, nil, stalled), ReasonInvalidComponentName, nil},
+		"one user error":               {user, appstudio.SnapshotEnvironmentBindingReasonInvalidComponentName, nil},
+		"user errors joined":           {errors.Join(user, nil, stalled), appstudio.SnapshotEnvironmentBindingReasonInvalidComponentName, nil},
 		"internal errors win":          {errors.Join(user, boom, stalled, bang), "", []error{boom, bang}},
 		"nested joins":                 {errors.Join(user, errors.Join(nil, boom)), "", []error{boom}},
 		"transient and internal":       {errors.Join(outcome.TransientError("Wait", time.Second, "wait"), boom), "", []error{boom}},
-		"wrapped user error is a user": {fmt.Errorf("applying: %w", stalled), ReasonNameConflict, nil},
+		"wrapped user error is a user": {fmt.Errorf("applying: %w", stalled), appstudio.SnapshotEnvironmentBindingReasonNameConflict, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := internalFirst(tc.err)

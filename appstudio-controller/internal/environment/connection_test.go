@@ -1,6 +1,7 @@
 package environment
 
 import (
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,13 +27,13 @@ func TestConnection(t *testing.T) {
 		wantReason string
 		stalled    bool
 	}{
-		"just created":             {me(1, 0), metav1.ConditionFalse, ReasonConnectingCluster, false},
-		"connected":                {me(2, 2, readyTrue), metav1.ConditionTrue, ReasonClusterConnected, false},
-		"connected, older spec":    {me(3, 2, readyTrue), metav1.ConditionFalse, ReasonConnectingCluster, false},
-		"retrying":                 {me(2, 2, readyFalse), metav1.ConditionFalse, ReasonConnectingCluster, false},
-		"cannot connect":           {me(2, 2, readyFalse, stalled), metav1.ConditionFalse, ReasonClusterNotConnected, true},
-		"could not, older spec":    {me(3, 2, readyFalse, stalled), metav1.ConditionFalse, ReasonConnectingCluster, false},
-		"no Ready (older backend)": {me(2, 2), metav1.ConditionFalse, ReasonConnectingCluster, false},
+		"just created":             {me(1, 0), metav1.ConditionFalse, appstudio.EnvironmentReasonConnectingCluster, false},
+		"connected":                {me(2, 2, readyTrue), metav1.ConditionTrue, appstudio.EnvironmentReasonClusterConnected, false},
+		"connected, older spec":    {me(3, 2, readyTrue), metav1.ConditionFalse, appstudio.EnvironmentReasonConnectingCluster, false},
+		"retrying":                 {me(2, 2, readyFalse), metav1.ConditionFalse, appstudio.EnvironmentReasonConnectingCluster, false},
+		"cannot connect":           {me(2, 2, readyFalse, stalled), metav1.ConditionFalse, appstudio.EnvironmentReasonClusterNotConnected, true},
+		"could not, older spec":    {me(3, 2, readyFalse, stalled), metav1.ConditionFalse, appstudio.EnvironmentReasonConnectingCluster, false},
+		"no Ready (older backend)": {me(2, 2), metav1.ConditionFalse, appstudio.EnvironmentReasonConnectingCluster, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := connection(tc.me)

@@ -28,24 +28,6 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
 
-// Reasons of the Environment's ErrorOccurred condition (and of Ready, while it holds).
-const (
-	ReasonInvalidEnvironment       = "InvalidEnvironment"
-	ReasonMissingCredentialsSecret = "MissingCredentialsSecret"
-	ReasonClaimNotFound            = "DeploymentTargetClaimNotFound"
-	ReasonClaimNotBound            = "DeploymentTargetClaimNotBound"
-	ReasonTargetNotFound           = "DeploymentTargetNotFound"
-	ReasonNameConflict             = "ManagedEnvironmentNameConflict"
-)
-
-// Reasons of the Environment's Ready condition when no error holds.
-const (
-	ReasonOwnNamespace        = "DeploysToOwnNamespace"
-	ReasonClusterConnected    = "ClusterConnected"
-	ReasonConnectingCluster   = "ConnectingToCluster"
-	ReasonClusterNotConnected = "ClusterNotConnected"
-)
-
 // ClaimRetry is how soon an Environment whose claim is not bound yet is looked at again, in
 // case the claim's change is missed (its watch requeues the Environment first).
 const ClaimRetry = time.Minute
@@ -208,7 +190,7 @@ func (r *Reconciler) recordError(env *appstudio.Environment, err error) {
 		return
 	}
 	if err == nil {
-		r.Recorder.Event(env, corev1.EventTypeNormal, errcond.ReasonResolved, "The Environment's earlier error is resolved")
+		r.Recorder.Event(env, corev1.EventTypeNormal, appstudio.ReasonErrorOccurredResolved, "The Environment's earlier error is resolved")
 		return
 	}
 	reason, msg := errcond.Shown(err)
@@ -228,10 +210,10 @@ func (r *Reconciler) reconcile(ctx context.Context, env *appstudio.Environment) 
 	switch {
 	case creds != nil && claim != "":
 		// Keep whatever was generated before: invalid input does not break what works.
-		return outcome.Progress{}, outcome.UserError(ReasonInvalidEnvironment, "Environment is invalid: it cannot set both spec.configuration.target.deploymentTargetClaim and spec.unstableConfigurationFields.kubernetesCredentials; remove one of them")
+		return outcome.Progress{}, outcome.UserError(appstudio.EnvironmentReasonInvalidEnvironment, "Environment is invalid: it cannot set both spec.configuration.target.deploymentTargetClaim and spec.unstableConfigurationFields.kubernetesCredentials; remove one of them")
 	case creds == nil && claim == "":
 		// Deploys into its own namespace: nothing to generate, remove what an earlier spec made.
-		return outcome.Done(ReasonOwnNamespace, "The Environment deploys to its own namespace"), r.deleteGenerated(ctx, env)
+		return outcome.Done(appstudio.EnvironmentReasonOwnNamespace, "The Environment deploys to its own namespace"), r.deleteGenerated(ctx, env)
 	}
 	var want *desired
 	var err error
@@ -266,21 +248,21 @@ func connection(me *v1.GitOpsDeploymentManagedEnvironment) outcome.Progress {
 	ready := meta.FindStatusCondition(me.Status.Conditions, outcome.TypeReady)
 	switch {
 	case seen && ready != nil && ready.Status == metav1.ConditionTrue:
-		return outcome.Done(ReasonClusterConnected, fmt.Sprintf("GitOpsDeploymentManagedEnvironment %s is connected to the cluster", me.Name))
+		return outcome.Done(appstudio.EnvironmentReasonClusterConnected, fmt.Sprintf("GitOpsDeploymentManagedEnvironment %s is connected to the cluster", me.Name))
 	case seen && ready != nil && meta.IsStatusConditionTrue(me.Status.Conditions, outcome.TypeStalled):
-		return outcome.Failed(ReasonClusterNotConnected, fmt.Sprintf("GitOpsDeploymentManagedEnvironment %s cannot connect to the cluster: %s", me.Name, ready.Message))
+		return outcome.Failed(appstudio.EnvironmentReasonClusterNotConnected, fmt.Sprintf("GitOpsDeploymentManagedEnvironment %s cannot connect to the cluster: %s", me.Name, ready.Message))
 	}
-	return outcome.Working(ReasonConnectingCluster, fmt.Sprintf("Waiting for the GitOps Service to connect GitOpsDeploymentManagedEnvironment %s to the cluster", me.Name), false)
+	return outcome.Working(appstudio.EnvironmentReasonConnectingCluster, fmt.Sprintf("Waiting for the GitOps Service to connect GitOpsDeploymentManagedEnvironment %s to the cluster", me.Name), false)
 }
 
 func (r *Reconciler) fromCredentials(ctx context.Context, env *appstudio.Environment, creds *appstudio.KubernetesClusterCredentials) (*desired, error) {
 	if creds.ClusterCredentialsSecret == "" || creds.APIURL == "" {
-		return nil, outcome.UserError(ReasonInvalidEnvironment, "spec.unstableConfigurationFields.kubernetesCredentials needs both apiURL and clusterCredentialsSecret")
+		return nil, outcome.UserError(appstudio.EnvironmentReasonInvalidEnvironment, "spec.unstableConfigurationFields.kubernetesCredentials needs both apiURL and clusterCredentialsSecret")
 	}
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: creds.ClusterCredentialsSecret}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, outcome.StalledError(ReasonMissingCredentialsSecret, "the cluster credentials Secret %q does not exist in namespace %q", creds.ClusterCredentialsSecret, env.Namespace)
+			return nil, outcome.StalledError(appstudio.EnvironmentReasonMissingCredentialsSecret, "the cluster credentials Secret %q does not exist in namespace %q", creds.ClusterCredentialsSecret, env.Namespace)
 		}
 		return nil, err
 	}
@@ -299,17 +281,17 @@ func BoundTarget(ctx context.Context, c client.Reader, namespace, claimName stri
 	dtc := &appstudio.DeploymentTargetClaim{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: claimName}, dtc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, outcome.StalledError(ReasonClaimNotFound, "DeploymentTargetClaim %q does not exist in namespace %q", claimName, namespace)
+			return nil, outcome.StalledError(appstudio.EnvironmentReasonClaimNotFound, "DeploymentTargetClaim %q does not exist in namespace %q", claimName, namespace)
 		}
 		return nil, err
 	}
 	if dtc.Status.Phase != appstudio.DeploymentTargetClaimPhaseBound || dtc.Spec.TargetName == "" {
-		return nil, outcome.TransientError(ReasonClaimNotBound, ClaimRetry, "DeploymentTargetClaim %q is not bound to a DeploymentTarget yet (phase %q)", claimName, dtc.Status.Phase)
+		return nil, outcome.TransientError(appstudio.EnvironmentReasonClaimNotBound, ClaimRetry, "DeploymentTargetClaim %q is not bound to a DeploymentTarget yet (phase %q)", claimName, dtc.Status.Phase)
 	}
 	dt := &appstudio.DeploymentTarget{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: dtc.Spec.TargetName}, dt); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, outcome.StalledError(ReasonTargetNotFound, "DeploymentTarget %q, bound to DeploymentTargetClaim %q, does not exist", dtc.Spec.TargetName, claimName)
+			return nil, outcome.StalledError(appstudio.EnvironmentReasonTargetNotFound, "DeploymentTarget %q, bound to DeploymentTargetClaim %q, does not exist", dtc.Spec.TargetName, claimName)
 		}
 		return nil, err
 	}
@@ -325,7 +307,7 @@ func (r *Reconciler) fromClaim(ctx context.Context, env *appstudio.Environment, 
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: creds.ClusterCredentialsSecret}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, outcome.StalledError(ReasonMissingCredentialsSecret, "the Secret %q of DeploymentTarget %q does not exist in namespace %q", creds.ClusterCredentialsSecret, dt.Name, env.Namespace)
+			return nil, outcome.StalledError(appstudio.EnvironmentReasonMissingCredentialsSecret, "the Secret %q of DeploymentTarget %q does not exist in namespace %q", creds.ClusterCredentialsSecret, dt.Name, env.Namespace)
 		}
 		return nil, err
 	}
@@ -367,7 +349,7 @@ func (r *Reconciler) createOrUpdateOwned(ctx context.Context, env *appstudio.Env
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
 		if obj.GetResourceVersion() != "" && !metav1.IsControlledBy(obj, env) {
 			// Stalled: deleting a foreign object requeues nothing, so it is looked at again later.
-			return outcome.StalledError(ReasonNameConflict, "%s %q already exists and is not owned by this Environment; delete or rename it", kindOf(obj), obj.GetName())
+			return outcome.StalledError(appstudio.EnvironmentReasonNameConflict, "%s %q already exists and is not owned by this Environment; delete or rename it", kindOf(obj), obj.GetName())
 		}
 		mutate()
 		return controllerutil.SetControllerReference(env, obj, r.Client.Scheme())

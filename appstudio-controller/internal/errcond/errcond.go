@@ -5,6 +5,7 @@
 package errcond
 
 import (
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,12 +15,6 @@ import (
 // Type is the condition type.
 const Type = "ErrorOccurred"
 
-// Generic reasons.
-const (
-	ReasonErrorOccurred = "ErrorOccurred"
-	ReasonResolved      = "ErrorOccurredResolved"
-)
-
 // Shown returns the reason and message users are shown of err: those of an outcome error
 // (user, stalled or transient), or a generic pair for an internal error, whose details
 // only go to the log.
@@ -27,7 +22,7 @@ func Shown(err error) (reason, message string) {
 	if e := outcome.As(err); e != nil && e.Kind != outcome.Internal {
 		return e.Reason, e.Message
 	}
-	return ReasonErrorOccurred, outcome.InternalMessage
+	return appstudio.ReasonErrorOccurred, outcome.InternalMessage
 }
 
 // Apply records err in list: ErrorOccurred=True with the reason and message Shown gives, or,
@@ -48,7 +43,7 @@ func Apply(list *[]metav1.Condition, generation int64, err error) bool {
 			}
 			return false
 		}
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonResolved, ""
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, appstudio.ReasonErrorOccurredResolved, ""
 	} else {
 		c.Status = metav1.ConditionTrue
 		c.Reason, c.Message = Shown(err)

@@ -3,6 +3,7 @@ package errcond
 import (
 	"errors"
 	"fmt"
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"testing"
 	"time"
 
@@ -21,9 +22,9 @@ func TestShown(t *testing.T) {
 		"stalled":   {outcome.StalledError("EnvironmentNotFound", "gone"), "EnvironmentNotFound", "gone"},
 		"transient": {outcome.TransientError("Waiting", time.Second, "later"), "Waiting", "later"},
 		"wrapped":   {fmt.Errorf("ctx: %w", outcome.UserError("R", "m")), "R", "m"},
-		"internal":  {errors.New("dial tcp 10.0.0.1: connection refused"), ReasonErrorOccurred, outcome.InternalMessage},
+		"internal":  {errors.New("dial tcp 10.0.0.1: connection refused"), appstudio.ReasonErrorOccurred, outcome.InternalMessage},
 		"internal kind hides its message": {&outcome.Error{Kind: outcome.Internal, Reason: "R", Message: "secret detail"},
-			ReasonErrorOccurred, outcome.InternalMessage},
+			appstudio.ReasonErrorOccurred, outcome.InternalMessage},
 	} {
 		t.Run(name, func(t *testing.T) {
 			reason, msg := Shown(tc.err)
@@ -57,13 +58,13 @@ func TestApply(t *testing.T) {
 	if !Apply(&list, 2, errors.New("boom")) {
 		t.Error("an internal error after a user error is no transition")
 	}
-	check(metav1.ConditionTrue, ReasonErrorOccurred, outcome.InternalMessage, 2)
+	check(metav1.ConditionTrue, appstudio.ReasonErrorOccurred, outcome.InternalMessage, 2)
 	if !Apply(&list, 3, nil) {
 		t.Error("resolving is no transition")
 	}
-	check(metav1.ConditionFalse, ReasonResolved, "", 3)
+	check(metav1.ConditionFalse, appstudio.ReasonErrorOccurredResolved, "", 3)
 	if Apply(&list, 4, nil) {
 		t.Error("staying resolved is a transition")
 	}
-	check(metav1.ConditionFalse, ReasonResolved, "", 4)
+	check(metav1.ConditionFalse, appstudio.ReasonErrorOccurredResolved, "", 4)
 }

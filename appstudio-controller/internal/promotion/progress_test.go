@@ -25,11 +25,11 @@ func TestProgress(t *testing.T) {
 		run  *appstudio.PromotionRun
 		want outcome.Progress
 	}{
-		"new": {run("", ""), outcome.Working(ReasonWaitingToStart, "The promotion has not started yet", true)},
+		"new": {run("", ""), outcome.Working(appstudio.PromotionRunReasonWaitingToStart, "The promotion has not started yet", true)},
 		"waiting": {run(appstudio.PromotionRunStateWaiting, ""),
-			outcome.Working(ReasonWaitingToStart, "The promotion has not started yet", true)},
+			outcome.Working(appstudio.PromotionRunReasonWaitingToStart, "The promotion has not started yet", true)},
 		"active": {run(appstudio.PromotionRunStateActive, "", step(1, "dev", success, ""), step(2, "stage-a", inProgress, ""), step(2, "stage-b", inProgress, "")),
-			outcome.Working(ReasonPromoting, "Promoting Snapshot s1 to stage-a, stage-b: waiting for all components to be synced and healthy", false)},
+			outcome.Working(appstudio.PromotionRunReasonPromoting, "Promoting Snapshot s1 to stage-a, stage-b: waiting for all components to be synced and healthy", false)},
 		"succeeded": {run(appstudio.PromotionRunStateComplete, appstudio.PromotionRunCompleteResultSuccess, step(1, "dev", success, ""), step(2, "prod", success, "")),
 			outcome.Done(EventPromotionSucceeded, "Snapshot s1 is deployed to dev, prod")},
 		"failed": {run(appstudio.PromotionRunStateComplete, appstudio.PromotionRunCompleteResultFailure, step(1, "dev", success, ""), step(2, "prod", failed, "timed out")),
@@ -72,12 +72,12 @@ func TestRunConditions(t *testing.T) {
 	var list []appstudio.PromotionRunCondition
 	conds := RunConditions{List: &list}
 	t0, t1 := metav1.NewTime(time.Unix(100, 0)), metav1.NewTime(time.Unix(200, 0))
-	outcome.Apply(conds, outcome.Working(ReasonPromoting, "promoting", false), t0)
-	if got, ok := conds.Get(outcome.TypeReconciling); !ok || got.Status != "True" || got.Reason != ReasonPromoting {
+	outcome.Apply(conds, outcome.Working(appstudio.PromotionRunReasonPromoting, "promoting", false), t0)
+	if got, ok := conds.Get(outcome.TypeReconciling); !ok || got.Status != "True" || got.Reason != appstudio.PromotionRunReasonPromoting {
 		t.Fatalf("Reconciling %+v %v", got, ok)
 	}
 	// An unchanged condition keeps its times (no status write).
-	outcome.Apply(conds, outcome.Working(ReasonPromoting, "promoting", false), t1)
+	outcome.Apply(conds, outcome.Working(appstudio.PromotionRunReasonPromoting, "promoting", false), t1)
 	if !list[0].LastProbeTime.Equal(&t0) {
 		t.Errorf("an unchanged condition was probed again at %v", list[0].LastProbeTime)
 	}

@@ -136,28 +136,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}, progress, byDeadline(err, result.RequeueAfter))
 }
 
-// Reasons of the PromotionRun's Ready condition when no error holds.
-const (
-	ReasonPromoting      = "Promoting"
-	ReasonWaitingToStart = "WaitingToStart"
-	ReasonRunSucceeded   = EventPromotionSucceeded
-	ReasonRunFailed      = EventPromotionFailed
-)
-
 // Progress is where a PromotionRun is: Ready once it completed with Success, Stalled once it
 // completed with Failure, in progress while it waits to start or runs.
 func Progress(run *appstudio.PromotionRun) outcome.Progress {
 	st := &run.Status
 	switch {
 	case st.State == appstudio.PromotionRunStateComplete && st.CompletionResult == appstudio.PromotionRunCompleteResultSuccess:
-		return outcome.Done(ReasonRunSucceeded, successMessage(run))
+		return outcome.Done(appstudio.PromotionRunReasonSucceeded, successMessage(run))
 	case st.State == appstudio.PromotionRunStateComplete:
-		return outcome.Failed(ReasonRunFailed, failureMessage(st))
+		return outcome.Failed(appstudio.PromotionRunReasonFailed, failureMessage(st))
 	case st.State == appstudio.PromotionRunStateActive:
-		return outcome.Working(ReasonPromoting, fmt.Sprintf("Promoting Snapshot %s to %s: waiting for all components to be synced and healthy",
+		return outcome.Working(appstudio.PromotionRunReasonPromoting, fmt.Sprintf("Promoting Snapshot %s to %s: waiting for all components to be synced and healthy",
 			run.Spec.Snapshot, strings.Join(inProgress(st), ", ")), false)
 	default:
-		return outcome.Working(ReasonWaitingToStart, "The promotion has not started yet", true)
+		return outcome.Working(appstudio.PromotionRunReasonWaitingToStart, "The promotion has not started yet", true)
 	}
 }
 

@@ -58,23 +58,6 @@ const (
 	deletePoll = 5 * time.Second
 )
 
-// Reasons of the claim's Provisioned condition.
-const (
-	// ReasonWaitingForSpaceRequest (False): the SpaceRequest is created, the sandbox has not
-	// reported it Ready yet.
-	ReasonWaitingForSpaceRequest = "WaitingForSpaceRequest"
-	// ReasonSpaceRequestFailed (False): the sandbox reports Ready=False with a failure reason.
-	ReasonSpaceRequestFailed = "SpaceRequestFailed"
-	// ReasonInvalidSpaceRequestStatus (False): Ready=True, but without a cluster URL or a
-	// namespace with a Secret.
-	ReasonInvalidSpaceRequestStatus = "InvalidSpaceRequestStatus"
-	// ReasonSpaceRequestConflict (False): a SpaceRequest of the provisioner's name exists and
-	// was not made for this claim.
-	ReasonSpaceRequestConflict = "SpaceRequestConflict"
-	// ReasonProvisioned (True): the DeploymentTarget is created.
-	ReasonProvisioned = "Provisioned"
-)
-
 // Names returns the SpaceRequest and DeploymentTarget names provisioned for a claim.
 func Names(dtc *appstudio.DeploymentTargetClaim) (spaceRequest, target string) {
 	name, h := provisioner.ClaimName(dtc), provisioner.ClaimHash(dtc)
@@ -122,7 +105,7 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		if err := r.handOver(ctx, dtc, dt, srName); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionTrue, ReasonProvisioned,
+		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionTrue, appstudio.DeploymentTargetClaimReasonProvisioned,
 			fmt.Sprintf("Provisioned DeploymentTarget %s from SpaceRequest %s", dtName, srName))
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
@@ -140,12 +123,12 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	if sr.Labels[LabelClaimUID] != string(dtc.UID) {
-		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionFalse, ReasonSpaceRequestConflict,
+		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionFalse, appstudio.DeploymentTargetClaimReasonSpaceRequestConflict,
 			fmt.Sprintf("SpaceRequest %s exists and was not created for this claim; delete it to let the provisioner create its own", srName))
 	}
 	if !sr.DeletionTimestamp.IsZero() {
 		// Deleted under us (by a user): wait until it is gone, then make a new one.
-		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionFalse, ReasonWaitingForSpaceRequest,
+		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionFalse, appstudio.DeploymentTargetClaimReasonWaitingForSpaceRequest,
 			fmt.Sprintf("SpaceRequest %s is being deleted; a new one is created once it is gone", srName))
 	}
 
@@ -157,20 +140,20 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		if ready != nil && ready.Reason != "" {
 			msg += " (" + ready.Reason + ")"
 		}
-		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionFalse, ReasonWaitingForSpaceRequest, msg)
+		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionFalse, appstudio.DeploymentTargetClaimReasonWaitingForSpaceRequest, msg)
 	case ready.Status == toolchain.ConditionFalse:
 		msg := fmt.Sprintf("SpaceRequest %s is not ready: %s", srName, ready.Reason)
 		if ready.Message != "" {
 			msg += ": " + ready.Message
 		}
-		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionFalse, ReasonSpaceRequestFailed,
+		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionFalse, appstudio.DeploymentTargetClaimReasonSpaceRequestFailed,
 			msg+". Fix the cause in the Developer Sandbox, or delete the SpaceRequest to request a new space")
 	}
 
 	// Ready.
 	st := sr.Status
 	if st.TargetClusterURL == "" || len(st.NamespaceAccess) == 0 || st.NamespaceAccess[0].Name == "" || st.NamespaceAccess[0].SecretRef == "" {
-		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionFalse, ReasonInvalidSpaceRequestStatus,
+		return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionFalse, appstudio.DeploymentTargetClaimReasonInvalidSpaceRequestStatus,
 			fmt.Sprintf("SpaceRequest %s is Ready but its status lacks targetClusterURL, or a namespaceAccess entry with name and secretRef", srName))
 	}
 	access := st.NamespaceAccess[0]
@@ -192,7 +175,7 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).Info("provisioned deployment target", "deploymentTarget", dtName, "spaceRequest", srName, "targetNamespace", access.Name)
-	return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionTrue, ReasonProvisioned,
+	return ctrl.Result{}, r.setCondition(ctx, dtc, metav1.ConditionTrue, appstudio.DeploymentTargetClaimReasonProvisioned,
 		fmt.Sprintf("Provisioned DeploymentTarget %s from SpaceRequest %s", dtName, srName))
 }
 
@@ -213,7 +196,7 @@ func (r *ClaimReconciler) createSpaceRequest(ctx context.Context, dtc *appstudio
 	}
 	ctrl.LoggerFrom(ctx).Info("created SpaceRequest", "spaceRequest", srName)
 	r.event(dtc, corev1.EventTypeNormal, "SpaceRequestCreated", "Created SpaceRequest "+srName+" (tier "+DefaultTierName+")")
-	return r.setCondition(ctx, dtc, metav1.ConditionFalse, ReasonWaitingForSpaceRequest,
+	return r.setCondition(ctx, dtc, metav1.ConditionFalse, appstudio.DeploymentTargetClaimReasonWaitingForSpaceRequest,
 		fmt.Sprintf("Waiting for the Developer Sandbox to provision SpaceRequest %s", srName))
 }
 
@@ -271,7 +254,7 @@ func (r *ClaimReconciler) setCondition(ctx context.Context, dtc *appstudio.Deplo
 	}
 	if changed {
 		typ := corev1.EventTypeNormal
-		if status == metav1.ConditionFalse && reason != ReasonWaitingForSpaceRequest {
+		if status == metav1.ConditionFalse && reason != appstudio.DeploymentTargetClaimReasonWaitingForSpaceRequest {
 			typ = corev1.EventTypeWarning
 		}
 		ctrl.LoggerFrom(ctx).Info("claim provisioning condition changed", "reason", reason, "message", msg)
