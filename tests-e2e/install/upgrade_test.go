@@ -92,6 +92,9 @@ func TestUpgrade(t *testing.T) {
 // available.
 func expectRunning(t *testing.T, e *environment, version string) {
 	t.Helper()
+	// One token for every scrape: the polls below read, they do not create.
+	token, err := e.scraper.Token(context.Background(), "default")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	NewWithT(t).Eventually(func(g Gomega) {
 		for _, binary := range []string{"backend", "cluster-agent", "appstudio-controller"} {
 			var d unstructured.Unstructured
@@ -109,8 +112,6 @@ func expectRunning(t *testing.T, e *environment, version string) {
 				if p.DeletionTimestamp != nil {
 					continue
 				}
-				token, err := e.scraper.Token(context.Background(), "default")
-				g.Expect(err).NotTo(HaveOccurred())
 				_, body, err := e.scraper.Scrape(context.Background(), p, metricsPort(p), token)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(body).To(ContainSubstring(`version="`+version+`"`), "the build %s serves in %s", binary, p.Name)
