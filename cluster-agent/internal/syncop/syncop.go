@@ -182,15 +182,10 @@ func (h *Handler) terminate(ctx context.Context, so *db.SyncOperation, app *argo
 // keepResult records the result of the finished sync the next sync is about to replace in
 // the Application's status, so that its SyncRun keeps it even if the backend never saw it.
 func (h *Handler) keepResult(ctx context.Context, applicationID string, state *argov1alpha1.OperationState) error {
-	if state == nil {
+	if state == nil || !state.Phase.Completed() {
 		return nil
 	}
 	id := argocd.SyncOperationID(&state.Operation)
-	switch state.Phase {
-	case synccommon.OperationSucceeded, synccommon.OperationFailed, synccommon.OperationError:
-	default:
-		return nil
-	}
 	if id == "" {
 		return nil
 	}
