@@ -24,6 +24,7 @@ import (
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/provisioner"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/sandbox"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/webhook"
+	"github.com/gitops-service/gitops-service/backend-shared/certmetrics"
 )
 
 // Options are the appstudio-controller's own flags.
@@ -112,6 +113,7 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return err
 		}
+		certmetrics.Watch("webhook", certmetrics.WebhookCertFile(mgr.GetWebhookServer()), ctrl.Log.WithName("metrics"))
 	}
 	if o.ProvisionerAPIServerURL != "" {
 		if err := (&provisioner.ClaimReconciler{

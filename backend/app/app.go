@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/certmetrics"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
@@ -300,6 +302,7 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		if err := gitwebhook.Serve(mgr, o.GitWebhookAddr, o.GitWebhookCertDir, &gitwebhook.Receiver{Client: mgr.GetClient()}); err != nil {
 			return err
 		}
+		certmetrics.Watch("git-webhook", filepath.Join(o.GitWebhookCertDir, "tls.crt"), log.WithName("metrics"))
 	}
 	if o.EnableWebhooks {
 		if err := webhook.Setup(mgr); err != nil {
@@ -308,6 +311,7 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return err
 		}
+		certmetrics.Watch("webhook", certmetrics.WebhookCertFile(mgr.GetWebhookServer()), log.WithName("metrics"))
 	}
 	return nil
 }
