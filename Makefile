@@ -44,6 +44,7 @@ test: test-integration test-images test-e2e test-install ## Run every test: unit
 .PHONY: test-integration
 test-integration: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
 	go test $(TEST_FLAGS) $$(go list $(PACKAGES) | grep -v -e '/tests-e2e/e2e' -e '/tests-e2e/refresh' -e '/tests-e2e/orphans' -e '/tests-e2e/remoteengine' -e '/tests-e2e/chaos' -e '/tests-e2e/install')
+	cd hack/promrules && GOWORK=off go test $(TEST_FLAGS) ./...
 
 .PHONY: test-e2e
 test-e2e: deps binaries ## Run the end-to-end suite against a real Argo CD and Git server, an engine instance on a second cluster, and the short chaos test.
@@ -219,13 +220,13 @@ fmt: ## gofmt every module.
 .PHONY: tidy
 tidy: ## go mod tidy every module and sync Argo CD's replace lines.
 	hack/sync-replaces.sh
-	for m in $(MODULES) hack/tools hack/kube-binaries hack/etcd hack/images hack/coredns; do (cd $$m && GOWORK=off go mod tidy); done
+	for m in $(MODULES) hack/tools hack/kube-binaries hack/etcd hack/images hack/coredns hack/promrules; do (cd $$m && GOWORK=off go mod tidy); done
 
 .PHONY: lint
 lint: tools ## go vet and golangci-lint every module.
 	go vet $(PACKAGES)
 	status=0; for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || status=1; done; \
-	(cd hack/images && GOWORK=off go vet ./... && GOWORK=off $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || status=1; exit $$status
+	for m in hack/images hack/promrules; do (cd $$m && GOWORK=off go vet ./... && GOWORK=off $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || status=1; done; exit $$status
 
 .PHONY: vulncheck
 vulncheck: tools ## govulncheck every module against the Go vulnerability database ($$GOVULNDB, default https://vuln.go.dev).

@@ -17,7 +17,7 @@ unformatted=$(gofmt -l "${modules[@]}" hack)
 [ -z "$unformatted" ] || fail "gofmt wants changes in: $unformatted"
 
 hack/sync-replaces.sh --check || fail "Argo CD replace lines are stale"
-for m in "${modules[@]}" hack/tools hack/kube-binaries hack/etcd hack/images hack/coredns hack/argocd; do
+for m in "${modules[@]}" hack/tools hack/kube-binaries hack/etcd hack/images hack/coredns hack/argocd hack/promrules; do
   (cd "$m" && GOWORK=off go mod tidy -diff >/dev/null 2>&1) || fail "$m/go.mod is not tidy (run make tidy)"
 done
 
