@@ -28,6 +28,9 @@ import (
 // dashboardPath is the dashboard whose queries the binaries must answer.
 const dashboardPath = "../../manifests/dashboards/gitops-service.json"
 
+// rulesPath holds the alerts whose metrics the binaries must export.
+const rulesPath = "../../manifests/components/monitoring/prometheusrule.yaml"
+
 // exported says which binary exports a metric a query names: the family itself, or for
 // name_bucket, name_sum and name_count the histogram or summary family name.
 func exported(scrapes map[string]map[string]*dto.MetricFamily, name string) (string, bool) {
@@ -108,6 +111,8 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		Dir:      t.TempDir(),
 		Binaries: slices.Clone(stack.Binaries),
 		Progress: func(step string) { t.Log("==> " + step) },
+		// The receiver serves a certificate, whose expiry the backend exports.
+		GitWebhook: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +168,7 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		{"backend", "gitops_deployments", map[string]string{"sync_status": "Synced", "health_status": "Healthy"}},
 		{"backend", "gitops_db_max_open_connections", nil},
 		{"cluster-agent", "gitops_db_max_open_connections", nil},
+		{"backend", "gitops_serving_certificate_expiry_timestamp_seconds", map[string]string{"server": "git-webhook"}},
 	}
 	var scrapes map[string]map[string]*dto.MetricFamily
 	g.Eventually(func() error {
@@ -203,6 +209,8 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 	}
 	g.Expect(missing).To(BeEmpty(), "dashboard metrics no binary exports")
 
+	checkAlerts(ctx, t, scrapes)
+
 	// Logs are structured: every line of every binary is a JSON object with a level, a
 	// time and a message, and the operation's lines carry its tenant and resource.
 	var tenantLines int
@@ -221,4 +229,30 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		}
 	}
 	g.Expect(tenantLines).To(BeNumerically(">", 0), "the cluster-agent logs the operation with its tenant and resource")
+}
+
+// checkAlerts evaluates every alert of the monitoring component with Prometheus's engine
+// against the binaries' scrape: each metric it selects is exported and each expression
+// evaluates. On this healthy stack only one alert fires: the receiver's test certificate
+// lives a day, less than the alert's two weeks.
+func checkAlerts(ctx context.Context, t *testing.T, scrapes map[string]map[string]*dto.MetricFamily) {
+	t.Helper()
+	g := NewWithT(t)
+	scrape, err := Exposition(scrapes)
+	g.Expect(err).NotTo(HaveOccurred())
+	reports, err := EvaluateAlerts(ctx, rulesPath, scrape)
+	g.Expect(err).NotTo(HaveOccurred())
+	firing := map[string]int{}
+	for _, r := range reports {
+		g.Expect(r.Error).To(BeEmpty(), "alert %s does not evaluate", r.Alert)
+		g.Expect(r.Missing).To(BeEmpty(), "alert %s selects metrics no binary exports", r.Alert)
+		g.Expect(r.Metrics).NotTo(BeEmpty(), "alert %s selects no metric", r.Alert)
+		if r.Firing > 0 {
+			firing[r.Alert] = r.Firing
+		}
+		t.Logf("alert %s: metrics %v, firing %d", r.Alert, r.Metrics, r.Firing)
+	}
+	g.Expect(len(reports)).To(BeNumerically(">=", 10), "alerts evaluated")
+	g.Expect(firing).To(Equal(map[string]int{"GitOpsServiceCertificateExpiresSoon": 1}),
+		"alerts firing on a healthy stack whose only certificate expires in a day")
 }
