@@ -3,6 +3,8 @@ package db_test
 import (
 	"context"
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
 
 // TestConnConfigTLSPolicy: only TLS connections, except plaintext to loopback with the
@@ -46,6 +49,49 @@ func TestConnConfigTLSPolicy(t *testing.T) {
 		if !tc.ok && err == nil {
 			t.Errorf("%q (allowInsecure=%v): accepted, want refused", tc.url, tc.allowInsecure)
 		}
+	}
+}
+
+// TestConnConfigTakesTLSFromTheEnvironment: libpq's PGSSLMODE and PGSSLROOTCERT complete a
+// URL without sslmode, as the CloudNativePG component configures the binaries (its
+// Secret's uri names no sslmode); a URL's own sslmode still wins.
+func TestConnConfigTakesTLSFromTheEnvironment(t *testing.T) {
+	caPEM, _, _, err := testenv.ServerCertificate("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, caPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const uri = "postgresql://gitops:secret@gitops-service-db-rw.gitops-service:5432/gitops"
+	cases := []struct {
+		name, url, sslmode string
+		ok                 bool
+	}{
+		{"verify-full from the environment", uri, "verify-full", true},
+		{"prefer from the environment", uri, "prefer", false},
+		{"the URL's disable wins", uri + "?sslmode=disable", "verify-full", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("PGSSLMODE", tc.sslmode)
+			t.Setenv("PGSSLROOTCERT", ca)
+			cc, err := db.Config{URL: tc.url}.ConnConfig()
+			if !tc.ok {
+				if err == nil {
+					t.Fatalf("accepted, want refused")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tlsCfg := cc.TLSConfig
+			if tlsCfg == nil || tlsCfg.InsecureSkipVerify || tlsCfg.RootCAs == nil || tlsCfg.ServerName != "gitops-service-db-rw.gitops-service" {
+				t.Fatalf("TLS config %+v, want the server's name verified against the CA", tlsCfg)
+			}
+		})
 	}
 }
 

@@ -45,7 +45,7 @@ const fieldOwner = "gitops-service-manifests-test"
 
 // build is one kustomization and what it must produce.
 type build struct {
-	dir string // relative to manifests/
+	dir string // relative to manifests/ (testdata kustomizations compose components)
 	// deployments maps each Deployment (all of them: no more, no fewer) to its replicas.
 	deployments map[string]int32
 	// preexisting are namespaces the kustomization expects to exist without creating them;
@@ -100,6 +100,14 @@ var builds = []build{
 		},
 		preexisting: []string{"gitops-service-argocd"},
 		check:       func(t *testing.T, objs []*unstructured.Unstructured) { checkProduction(t, objs, true) },
+	},
+	{
+		dir: "../tests-e2e/manifests/testdata/production-operated",
+		deployments: map[string]int32{
+			"gitops-service-backend": 2, "gitops-service-cluster-agent": 2, "gitops-service-appstudio-controller": 2,
+		},
+		preexisting: []string{"gitops-service-argocd"},
+		check:       checkOperated,
 	},
 	{
 		dir:         "overlays/remote-engine",
@@ -191,6 +199,9 @@ func TestManifests(t *testing.T) {
 	defer cancel()
 	if err := installFixtureCRDs(ctx, cp.Client, "testdata/cert-manager-crds.yaml"); err != nil {
 		t.Fatalf("installing the cert-manager CRD fixture: %v", err)
+	}
+	if err := installOperatorCRDs(ctx, cp.Client); err != nil {
+		t.Fatalf("installing the Prometheus Operator's and CloudNativePG's CRDs: %v", err)
 	}
 
 	t.Run("dry-run rejects an invalid object", func(t *testing.T) {
