@@ -192,8 +192,9 @@ tools: ## Build the pinned developer tools into bin/tools.
 	cd hack/tools && GOWORK=off go build -o $(TOOLS_BIN)/ sigs.k8s.io/controller-tools/cmd/controller-gen github.com/golangci/golangci-lint/v2/cmd/golangci-lint golang.org/x/vuln/cmd/govulncheck
 
 .PHONY: generate
-generate: tools ## Generate deepcopy functions.
+generate: tools ## Generate deepcopy functions (the API types and the own copy of Argo CD's).
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./backend-shared/argocd/v1alpha1/...
 
 .PHONY: manifests
 manifests: tools ## Generate CRDs (manifests/crd/bases, the AppStudio ones in manifests/crd/appstudio; the sandbox's SpaceRequest, for tests and installs without the sandbox, in manifests/crd/toolchain), webhook configurations (manifests/webhook, manifests/webhook/appstudio-controller) and one ClusterRole per binary (manifests/rbac/<binary>).
@@ -218,8 +219,7 @@ fmt: ## gofmt every module.
 	gofmt -w $(MODULES) hack
 
 .PHONY: tidy
-tidy: ## go mod tidy every module and sync Argo CD's replace lines.
-	hack/sync-replaces.sh
+tidy: ## go mod tidy every module.
 	for m in $(MODULES) hack/tools hack/kube-binaries hack/etcd hack/images hack/coredns hack/promrules; do (cd $$m && GOWORK=off go mod tidy); done
 
 .PHONY: lint

@@ -7,7 +7,7 @@ modules=(api db-schema backend-shared backend cluster-agent appstudio-controller
 status=0
 fail() { echo "verify: $*" >&2; status=1; }
 
-generated() { find api -name 'zz_generated*.go'; find manifests/crd manifests/webhook manifests/rbac manifests/argocd/upstream docs/api -type f; }
+generated() { find api backend-shared/argocd/v1alpha1 -name 'zz_generated*.go'; find manifests/crd manifests/webhook manifests/rbac manifests/argocd/upstream docs/api -type f; }
 before=$(generated | sort | xargs sha256sum)
 make -s generate manifests api-docs argocd-manifests
 after=$(generated | sort | xargs sha256sum)
@@ -16,7 +16,6 @@ after=$(generated | sort | xargs sha256sum)
 unformatted=$(gofmt -l "${modules[@]}" hack)
 [ -z "$unformatted" ] || fail "gofmt wants changes in: $unformatted"
 
-hack/sync-replaces.sh --check || fail "Argo CD replace lines are stale"
 for m in "${modules[@]}" hack/tools hack/kube-binaries hack/etcd hack/images hack/coredns hack/argocd hack/promrules; do
   (cd "$m" && GOWORK=off go mod tidy -diff >/dev/null 2>&1) || fail "$m/go.mod is not tidy (run make tidy)"
 done

@@ -137,9 +137,6 @@ func FuzzApplicationSpec(f *testing.F) {
 		if spec.Source == nil || spec.Source.RepoURL != repoURL || spec.Source.Path != path || spec.Source.TargetRevision != revision {
 			t.Fatalf("source %+v is not repo %q path %q revision %q", spec.Source, repoURL, path, revision)
 		}
-		if spec.HasMultipleSources() {
-			t.Fatalf("spec has multiple sources")
-		}
 		if spec.Project != project {
 			t.Fatalf("project %q, want %q", spec.Project, project)
 		}

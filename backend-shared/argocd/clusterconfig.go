@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"net/url"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 )
 
 // ClusterRESTConfig is the client configuration an Argo CD cluster Secret describes: its

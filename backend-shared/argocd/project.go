@@ -7,8 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 )
 
 // A tenant has two AppProjects, because Argo CD allows cluster-scoped resources per

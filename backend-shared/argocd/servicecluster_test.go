@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 )
 
 func TestAnEngineOnAnotherClusterReachesTheServiceClusterByItsServer(t *testing.T) {

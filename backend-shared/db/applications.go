@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/uptrace/bun"
+
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 )
 
 // ApplicationNamePrefix starts every Argo CD Application name: gitopsdepl-<GitOpsDeployment UID>.

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/uptrace/bun"
+
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 )
 
 // Health statuses (Argo CD's) accepted by application_states.health_status.

@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	. "github.com/onsi/gomega"
 	"github.com/uptrace/bun"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 )
 
@@ -36,7 +35,7 @@ func TestLockApplicationOperationState(t *testing.T) {
 
 	started := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	finished := metav1.NewTime(started.Add(3 * time.Second))
-	st.OperationState = &argov1alpha1.OperationState{Phase: synccommon.OperationSucceeded, StartedAt: started, FinishedAt: &finished}
+	st.OperationState = &argov1alpha1.OperationState{Phase: argov1alpha1.OperationSucceeded, StartedAt: started, FinishedAt: &finished}
 	_, err = f.store.UpsertApplicationState(f.ctx, f.db, st)
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -44,7 +43,7 @@ func TestLockApplicationOperationState(t *testing.T) {
 		op, err := f.store.LockApplicationOperationState(ctx, tx, app.ID)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(op).NotTo(BeNil())
-		g.Expect(op.Phase).To(Equal(synccommon.OperationSucceeded))
+		g.Expect(op.Phase).To(Equal(argov1alpha1.OperationSucceeded))
 		g.Expect(op.StartedAt.Equal(&started)).To(BeTrue())
 		g.Expect(op.FinishedAt.Equal(&finished)).To(BeTrue())
 		// Another transaction cannot lock the row meanwhile.

@@ -1,19 +1,20 @@
 package testenv
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
+	"regexp"
 	"strings"
 )
 
 const argoCDModule = "github.com/argoproj/argo-cd/v3"
 
 // ArgoCDCRDPaths returns Argo CD's Application, AppProject and ApplicationSet CRD files from
-// the module cache, at the Argo CD version this binary was built with, so that the CRDs the
-// tests install always match the API types the service imports.
+// the module cache, at the Argo CD version the tests run (ArgoCDModuleDir), so that the
+// tests hold the service's own copy of Argo CD's types to Argo CD's real CRDs.
 func ArgoCDCRDPaths() ([]string, error) {
 	dir, err := ArgoCDModuleDir()
 	if err != nil {
@@ -30,28 +31,63 @@ func ArgoCDCRDPaths() ([]string, error) {
 	return paths, nil
 }
 
-// ArgoCDModuleDir is the Argo CD module's directory in the module cache. Binaries carry the
-// version in their build information; test binaries do not, so for them `go list` resolves
-// it from the working directory (the package under test), which gives the same version.
+// argoCDRequire finds the Argo CD version in a go.mod's require lines.
+var argoCDRequire = regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(argoCDModule) + `\s+(v\S+)`)
+
+// ArgoCDModuleDir is the directory of Argo CD's module, at the version hack/argocd builds
+// (the Argo CD the tests and the local stack run), in the module cache; it is downloaded
+// if it is not there yet.
 func ArgoCDModuleDir() (string, error) {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path != argoCDModule {
-				continue
-			}
-			if dep.Replace != nil {
-				dep = dep.Replace
-			}
-			out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-			if err != nil {
-				return "", fmt.Errorf("go env GOMODCACHE: %w", err)
-			}
-			return filepath.Join(strings.TrimSpace(string(out)), argoCDModule+"@"+dep.Version), nil
-		}
-	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", argoCDModule).Output()
+	root, err := RepoRoot()
 	if err != nil {
-		return "", fmt.Errorf("locating %s with go list: %w", argoCDModule, err)
+		return "", err
 	}
-	return strings.TrimSpace(string(out)), nil
+	modDir := filepath.Join(root, "hack", "argocd")
+	gomod, err := os.ReadFile(filepath.Join(modDir, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	m := argoCDRequire.FindSubmatch(gomod)
+	if m == nil {
+		return "", fmt.Errorf("hack/argocd/go.mod does not require %s", argoCDModule)
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", argoCDModule+"@"+string(m[1]))
+	cmd.Dir = modDir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	var info struct{ Dir, Error string }
+	if jsonErr := json.Unmarshal(out, &info); jsonErr != nil || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s@%s: %v %s", argoCDModule, m[1], err, info.Error)
+	}
+	return info.Dir, nil
+}
+
+// ArgoCDBinDir is where hack/build-binaries.sh puts the Argo CD binary under its role names
+// (`make binaries` builds it).
+func ArgoCDBinDir() (string, error) {
+	return builtDir("--argocd-dir", "argocd-application-controller")
+}
+
+// KubeBinDir is where hack/build-binaries.sh puts the Kubernetes binaries (the node's
+// components and kubectl).
+func KubeBinDir() (string, error) {
+	return builtDir("--kube-dir", "kubectl")
+}
+
+// builtDir asks hack/build-binaries.sh for a directory (flag) and checks that it holds
+// probe.
+func builtDir(flag, probe string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command(filepath.Join(root, "hack", "build-binaries.sh"), flag).Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/build-binaries.sh %s: %w", flag, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if _, err := os.Stat(filepath.Join(dir, probe)); err != nil {
+		return "", fmt.Errorf("%s is not built (run `make binaries`): %w", probe, err)
+	}
+	return dir, nil
 }

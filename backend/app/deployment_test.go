@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +16,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
@@ -191,7 +190,7 @@ func TestStatusFollowsApplicationState(t *testing.T) {
 		SyncStatus: db.SyncStatusOutOfSync, Revision: "0123abcd",
 		Resources: []argov1alpha1.ResourceStatus{{
 			Version: "v1", Kind: "ConfigMap", Namespace: h.tenant, Name: "settings",
-			Status: argov1alpha1.SyncStatusCodeSynced, Health: &argov1alpha1.HealthStatus{Status: health.HealthStatusHealthy},
+			Status: argov1alpha1.SyncStatusCodeSynced, Health: &argov1alpha1.HealthStatus{Status: argov1alpha1.HealthStatusHealthy},
 		}},
 		Conditions: []argov1alpha1.ApplicationCondition{{Type: argov1alpha1.ApplicationConditionSyncError, Message: "one or more objects failed to apply"}},
 		ReconciledState: &argov1alpha1.ComparedTo{

@@ -1,14 +1,15 @@
 package app_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	argolua "github.com/argoproj/argo-cd/v3/util/lua"
-	healthlib "github.com/argoproj/gitops-engine/pkg/health"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
@@ -42,30 +44,30 @@ func TestKStatusAndArgoCDReadTheConditions(t *testing.T) {
 		state   func(*v1.GitOpsDeployment) *db.ApplicationState
 		mutate  func(*v1.GitOpsDeployment)
 		kstatus status.Status
-		health  healthlib.HealthStatusCode
+		health  argov1alpha1.HealthStatusCode
 	}{
-		{name: "not-compared-yet", kstatus: status.InProgressStatus, health: healthlib.HealthStatusProgressing},
-		{name: "deployed", kstatus: status.CurrentStatus, health: healthlib.HealthStatusHealthy,
+		{name: "not-compared-yet", kstatus: status.InProgressStatus, health: argov1alpha1.HealthStatusProgressing},
+		{name: "deployed", kstatus: status.CurrentStatus, health: argov1alpha1.HealthStatusHealthy,
 			state: func(d *v1.GitOpsDeployment) *db.ApplicationState {
 				return &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "abc", ReconciledState: compared(d)}
 			}},
-		{name: "degraded", kstatus: status.FailedStatus, health: healthlib.HealthStatusDegraded,
+		{name: "degraded", kstatus: status.FailedStatus, health: argov1alpha1.HealthStatusDegraded,
 			state: func(d *v1.GitOpsDeployment) *db.ApplicationState {
 				return &db.ApplicationState{Health: db.HealthDegraded, HealthMessage: "no replicas", SyncStatus: db.SyncStatusSynced, Revision: "abc", ReconciledState: compared(d)}
 			}},
-		{name: "syncing", kstatus: status.InProgressStatus, health: healthlib.HealthStatusProgressing,
+		{name: "syncing", kstatus: status.InProgressStatus, health: argov1alpha1.HealthStatusProgressing,
 			state: func(d *v1.GitOpsDeployment) *db.ApplicationState {
 				return &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusOutOfSync, Revision: "def", ReconciledState: compared(d)}
 			}},
 		// kstatus reads Ready=False as InProgress; Argo CD sees a deployment waiting for its user.
-		{name: "manual-out-of-sync", kstatus: status.InProgressStatus, health: healthlib.HealthStatusSuspended,
+		{name: "manual-out-of-sync", kstatus: status.InProgressStatus, health: argov1alpha1.HealthStatusSuspended,
 			mutate: func(d *v1.GitOpsDeployment) { d.Spec.Type = v1.GitOpsDeploymentSpecTypeManual },
 			state: func(d *v1.GitOpsDeployment) *db.ApplicationState {
 				return &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusOutOfSync, Revision: "def", ReconciledState: compared(d)}
 			}},
-		{name: "invalid-path", kstatus: status.FailedStatus, health: healthlib.HealthStatusDegraded,
+		{name: "invalid-path", kstatus: status.FailedStatus, health: argov1alpha1.HealthStatusDegraded,
 			mutate: func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "/" }},
-		{name: "missing-environment", kstatus: status.FailedStatus, health: healthlib.HealthStatusDegraded,
+		{name: "missing-environment", kstatus: status.FailedStatus, health: argov1alpha1.HealthStatusDegraded,
 			mutate: func(d *v1.GitOpsDeployment) { d.Spec.Destination.Environment = "absent" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,12 +90,12 @@ func TestKStatusAndArgoCDReadTheConditions(t *testing.T) {
 // Ready condition (before the service writes one, kstatus calls any object Current).
 type verdict struct {
 	KStatus status.Status
-	Health  healthlib.HealthStatusCode
+	Health  argov1alpha1.HealthStatusCode
 	Message string
 }
 
-// judge reads obj back from the API server and computes its verdict; healthLua "" skips
-// Argo CD.
+// judge reads obj back from the API server and computes its verdict; healthLua is the file
+// of Argo CD's health check, "" skips Argo CD.
 func judge(h *harness, obj client.Object, healthLua string) (verdict, error) {
 	gvk, err := cp.Client.GroupVersionKindFor(obj)
 	if err != nil {
@@ -114,13 +116,37 @@ func judge(h *harness, obj client.Object, healthLua string) (verdict, error) {
 	}
 	v := verdict{KStatus: res.Status, Message: res.Message}
 	if healthLua != "" {
-		hs, err := (argolua.VM{}).ExecuteHealthLua(u, healthLua)
-		if err != nil {
+		if v.Health, err = argoCDHealth(u, healthLua); err != nil {
 			return verdict{}, err
 		}
-		v.Health = hs.Status
 	}
 	return v, nil
+}
+
+// argoCDHealth is Argo CD's verdict on obj by the Lua health check in the file script, from
+// Argo CD's own Lua code in the Argo CD binary the tests run (`argocd admin health-lua`).
+func argoCDHealth(obj *unstructured.Unstructured, script string) (argov1alpha1.HealthStatusCode, error) {
+	dir, err := testenv.ArgoCDBinDir()
+	if err != nil {
+		return "", err
+	}
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(filepath.Join(dir, "argocd"), "admin", "health-lua", script)
+	cmd.Stdin = bytes.NewReader(append(data, '\n'))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("argocd admin health-lua: %w: %s", err, stderr.String())
+	}
+	var hs struct{ Status argov1alpha1.HealthStatusCode }
+	if err := json.Unmarshal(out, &hs); err != nil {
+		return "", fmt.Errorf("reading Argo CD's verdict %q: %w", out, err)
+	}
+	return hs.Status, nil
 }
 
 // TestKStatusReadsEveryCoreKind checks kstatus's verdict on the other core kinds in their
@@ -157,7 +183,8 @@ func TestKStatusReadsEveryCoreKind(t *testing.T) {
 	}
 }
 
-// argoCDHealthCheck is the Lua health check the argocd-health-check component installs.
+// argoCDHealthCheck writes the Lua health check the argocd-health-check component installs
+// to a file, and returns its path.
 func argoCDHealthCheck(t *testing.T) string {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -175,5 +202,9 @@ func argoCDHealthCheck(t *testing.T) string {
 	if script == "" {
 		t.Fatal("the component has no health check for GitOpsDeployment")
 	}
-	return script
+	file := filepath.Join(t.TempDir(), "health.lua")
+	if err := os.WriteFile(file, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

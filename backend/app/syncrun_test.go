@@ -4,14 +4,13 @@ import (
 	"testing"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend/internal/syncrun"
 )
@@ -136,7 +135,7 @@ func succeededSyncState(run *v1.GitOpsDeploymentSyncRun, revision string) *argov
 func finishedSyncState(run *v1.GitOpsDeploymentSyncRun, revision, phase, message string) *argov1alpha1.OperationState {
 	now := metav1.Now()
 	state := &argov1alpha1.OperationState{
-		Phase: synccommon.OperationPhase(phase), Message: message, StartedAt: now, FinishedAt: &now,
+		Phase: argov1alpha1.OperationPhase(phase), Message: message, StartedAt: now, FinishedAt: &now,
 		Operation: argov1alpha1.Operation{Sync: &argov1alpha1.SyncOperation{Revision: revision}},
 	}
 	if run != nil {

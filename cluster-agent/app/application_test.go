@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
 	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	agent "github.com/gitops-service/gitops-service/cluster-agent/app"
@@ -54,7 +53,7 @@ func TestApplicationLifecycle(t *testing.T) {
 
 	// Argo CD reports status; the agent never owns or clobbers it.
 	e.argoUpdate(name, func(a *argov1alpha1.Application) {
-		a.Status.Health.Status = health.HealthStatusHealthy
+		a.Status.Health.Status = argov1alpha1.HealthStatusHealthy
 		a.Status.Sync.Status = argov1alpha1.SyncStatusCodeSynced
 	})
 
@@ -66,7 +65,7 @@ func TestApplicationLifecycle(t *testing.T) {
 	e.completed(e.signal(db.OperationResourceApplication, row.ID, tenant.ID).ID)
 	app = e.argoApp(name)
 	g.Expect(app.Spec.Source.Path).To(Equal("apps/two"))
-	g.Expect(app.Status.Health.Status).To(Equal(health.HealthStatusHealthy), "status survives the agent's apply")
+	g.Expect(app.Status.Health.Status).To(Equal(argov1alpha1.HealthStatusHealthy), "status survives the agent's apply")
 	g.Expect(app.Status.Sync.Status).To(Equal(argov1alpha1.SyncStatusCodeSynced))
 	for _, mf := range app.ManagedFields {
 		if mf.Manager == argocd.FieldManager {

@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
-	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/gomega"
@@ -15,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 )
@@ -37,7 +35,7 @@ func TestApplicationStatusIsRecorded(t *testing.T) {
 	// Argo CD reports.
 	now := metav1.Now()
 	report := func(a *argov1alpha1.Application) {
-		a.Status.Health = argov1alpha1.AppHealthStatus{Status: health.HealthStatusDegraded, LastTransitionTime: &now}
+		a.Status.Health = argov1alpha1.AppHealthStatus{Status: argov1alpha1.HealthStatusDegraded, LastTransitionTime: &now}
 		a.Status.Sync = argov1alpha1.SyncStatus{
 			Status:   argov1alpha1.SyncStatusCodeOutOfSync,
 			Revision: "0123456789abcdef",
@@ -48,16 +46,16 @@ func TestApplicationStatusIsRecorded(t *testing.T) {
 		}
 		a.Status.Resources = []argov1alpha1.ResourceStatus{
 			{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "config", Status: argov1alpha1.SyncStatusCodeSynced,
-				Health: &argov1alpha1.HealthStatus{Status: health.HealthStatusHealthy}},
+				Health: &argov1alpha1.HealthStatus{Status: argov1alpha1.HealthStatusHealthy}},
 			{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "team-a", Name: "web", Status: argov1alpha1.SyncStatusCodeOutOfSync,
-				Health: &argov1alpha1.HealthStatus{Status: health.HealthStatusDegraded, Message: "Deployment exceeded its progress deadline"}},
+				Health: &argov1alpha1.HealthStatus{Status: argov1alpha1.HealthStatusDegraded, Message: "Deployment exceeded its progress deadline"}},
 		}
 		a.Status.Conditions = []argov1alpha1.ApplicationCondition{
 			{Type: argov1alpha1.ApplicationConditionSyncError, Message: "one or more objects failed to apply", LastTransitionTime: &now},
 		}
 		a.Status.OperationState = &argov1alpha1.OperationState{
 			Operation: argov1alpha1.Operation{Sync: &argov1alpha1.SyncOperation{Revision: "0123456789abcdef"}},
-			Phase:     synccommon.OperationFailed, Message: "one or more objects failed to apply",
+			Phase:     argov1alpha1.OperationFailed, Message: "one or more objects failed to apply",
 			StartedAt: now, FinishedAt: &now,
 		}
 		a.Status.ReconciledAt = &now
@@ -78,7 +76,7 @@ func TestApplicationStatusIsRecorded(t *testing.T) {
 	g.Expect(st.ReconciledState).NotTo(BeNil())
 	g.Expect(st.ReconciledState.Source.Path).To(Equal("apps/one"))
 	g.Expect(st.OperationState).NotTo(BeNil())
-	g.Expect(st.OperationState.Phase).To(Equal(synccommon.OperationFailed))
+	g.Expect(st.OperationState.Phase).To(Equal(argov1alpha1.OperationFailed))
 	written := st.UpdatedAt
 
 	// Argo CD refreshes without a change: no write, no notification.
@@ -93,7 +91,7 @@ func TestApplicationStatusIsRecorded(t *testing.T) {
 
 	// Healthy again: one more notification.
 	e.argoUpdate(name, func(a *argov1alpha1.Application) {
-		a.Status.Health.Status = health.HealthStatusHealthy
+		a.Status.Health.Status = argov1alpha1.HealthStatusHealthy
 		a.Status.Sync.Status = argov1alpha1.SyncStatusCodeSynced
 	})
 	g.Expect(listener.next(timeout)).To(Equal(row.ID))

@@ -4,12 +4,12 @@ import (
 	"testing"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 )

@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
-	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +11,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 )
 
@@ -40,26 +38,26 @@ func TestSyncDurationObservedOncePerOperation(t *testing.T) {
 
 	started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
 	e.argoUpdate(name, func(a *argov1alpha1.Application) {
-		a.Status.Health = argov1alpha1.AppHealthStatus{Status: health.HealthStatusProgressing}
+		a.Status.Health = argov1alpha1.AppHealthStatus{Status: argov1alpha1.HealthStatusProgressing}
 		a.Status.Sync = argov1alpha1.SyncStatus{Status: argov1alpha1.SyncStatusCodeOutOfSync, Revision: "0123456789abcdef"}
 		a.Status.OperationState = &argov1alpha1.OperationState{
 			Operation: argov1alpha1.Operation{Sync: &argov1alpha1.SyncOperation{Revision: "0123456789abcdef"}},
-			Phase:     synccommon.OperationRunning, Message: "syncing", StartedAt: started,
+			Phase:     argov1alpha1.OperationRunning, Message: "syncing", StartedAt: started,
 		}
 	})
 	recorded(func(st *db.ApplicationState) bool {
-		return st.OperationState != nil && st.OperationState.Phase == synccommon.OperationRunning
+		return st.OperationState != nil && st.OperationState.Phase == argov1alpha1.OperationRunning
 	})
 
 	finishedAt := metav1.NewTime(started.Add(3 * time.Second))
 	e.argoUpdate(name, func(a *argov1alpha1.Application) {
 		a.Status.Sync.Status = argov1alpha1.SyncStatusCodeSynced
-		a.Status.OperationState.Phase = synccommon.OperationSucceeded
+		a.Status.OperationState.Phase = argov1alpha1.OperationSucceeded
 		a.Status.OperationState.Message = "successfully synced (all tasks run)"
 		a.Status.OperationState.FinishedAt = &finishedAt
 	})
 	recorded(func(st *db.ApplicationState) bool {
-		return st.OperationState != nil && st.OperationState.Phase == synccommon.OperationSucceeded
+		return st.OperationState != nil && st.OperationState.Phase == argov1alpha1.OperationSucceeded
 	})
 	g.Eventually(func() uint64 { c, _ := syncDuration(g, "Succeeded"); return c }, timeout, interval).Should(Equal(count0 + 1))
 	_, sum := syncDuration(g, "Succeeded")
@@ -68,7 +66,7 @@ func TestSyncDurationObservedOncePerOperation(t *testing.T) {
 	// The Application becomes Healthy later: the finished operation stays in the status
 	// and is not observed again.
 	e.argoUpdate(name, func(a *argov1alpha1.Application) {
-		a.Status.Health.Status = health.HealthStatusHealthy
+		a.Status.Health.Status = argov1alpha1.HealthStatusHealthy
 	})
 	recorded(func(st *db.ApplicationState) bool { return st.Health == db.HealthHealthy })
 	g.Consistently(func() uint64 { c, _ := syncDuration(g, "Succeeded"); return c }, 2*time.Second, interval).Should(Equal(count0 + 1))

@@ -4,14 +4,13 @@ import (
 	"testing"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/syncop"
 )
@@ -29,7 +28,7 @@ func TestSyncOperation(t *testing.T) {
 	e.argoUpdate(name, func(a *argov1alpha1.Application) {
 		a.Status.OperationState = &argov1alpha1.OperationState{
 			Operation: argov1alpha1.Operation{Sync: &argov1alpha1.SyncOperation{Revision: "earlier"}},
-			Phase:     synccommon.OperationRunning, StartedAt: metav1.Now(),
+			Phase:     argov1alpha1.OperationRunning, StartedAt: metav1.Now(),
 		}
 	})
 	so := &db.SyncOperation{TenantID: tenant.ID, ApplicationID: row.ID, DeploymentName: "depl", Revision: "v1.2.3"}
@@ -46,7 +45,7 @@ func TestSyncOperation(t *testing.T) {
 	// The other operation finishes: the agent asks for the sync, once.
 	e.argoUpdate(name, func(a *argov1alpha1.Application) {
 		finished := metav1.Now()
-		a.Status.OperationState.Phase = synccommon.OperationSucceeded
+		a.Status.OperationState.Phase = argov1alpha1.OperationSucceeded
 		a.Status.OperationState.FinishedAt = &finished
 	})
 	op := e.completed(first.ID)
@@ -65,7 +64,7 @@ func TestSyncOperation(t *testing.T) {
 	// Argo CD starts it. Another operation on the same sync (the backend signalling again)
 	// recognises it and patches nothing.
 	started := e.argoUpdate(name, func(a *argov1alpha1.Application) {
-		a.Status.OperationState = &argov1alpha1.OperationState{Operation: *a.Operation, Phase: synccommon.OperationRunning, StartedAt: metav1.Now()}
+		a.Status.OperationState = &argov1alpha1.OperationState{Operation: *a.Operation, Phase: argov1alpha1.OperationRunning, StartedAt: metav1.Now()}
 		a.Operation = nil
 	})
 	again := e.completed(e.signal(db.OperationResourceSyncOperation, so.ID, tenant.ID).ID)
@@ -76,7 +75,7 @@ func TestSyncOperation(t *testing.T) {
 	g.Expect(e.store.UpdateSyncOperationDesiredState(e.ctx, e.db, tenant.ID, so.ID, db.SyncTerminated)).To(Succeed())
 	term := e.completed(e.signal(db.OperationResourceSyncOperation, so.ID, tenant.ID).ID)
 	g.Expect(term.HumanReadableState).To(Equal("termination of the running operation of Argo CD Application " + name + " requested"))
-	g.Expect(e.argoApp(name).Status.OperationState.Phase).To(Equal(synccommon.OperationTerminating))
+	g.Expect(e.argoApp(name).Status.OperationState.Phase).To(Equal(argov1alpha1.OperationTerminating))
 
 	// A sync whose application row is gone has nothing to do.
 	orphan := &db.SyncOperation{TenantID: tenant.ID, ApplicationID: row.ID, DeploymentName: "depl", Revision: "v2"}
@@ -142,7 +141,7 @@ func TestASyncKeepsItsResultWhenTheNextSyncReplacesIt(t *testing.T) {
 			return []string{got.ResultPhase, got.ResultMessage}, nil
 		}
 	}
-	finishedState := func(so *db.SyncOperation, phase synccommon.OperationPhase, message string, finishedAt *metav1.Time) func(*argov1alpha1.Application) {
+	finishedState := func(so *db.SyncOperation, phase argov1alpha1.OperationPhase, message string, finishedAt *metav1.Time) func(*argov1alpha1.Application) {
 		return func(a *argov1alpha1.Application) {
 			a.Operation = nil
 			a.Status.OperationState = &argov1alpha1.OperationState{
@@ -156,13 +155,13 @@ func TestASyncKeepsItsResultWhenTheNextSyncReplacesIt(t *testing.T) {
 	// Argo CD finishes the first sync and the agent sees it.
 	first := syncOp()
 	now := metav1.Now()
-	e.argoUpdate(name, finishedState(first, synccommon.OperationFailed, "one or more objects failed to apply", &now))
+	e.argoUpdate(name, finishedState(first, argov1alpha1.OperationFailed, "one or more objects failed to apply", &now))
 	g.Eventually(result(first), timeout, interval).Should(Equal([]string{"Failed", "one or more objects failed to apply"}))
 
 	// The second finished in a status the agent did not record (no finish time), and the
 	// third sync replaces it: its result is kept first.
 	second, third := syncOp(), syncOp()
-	e.argoUpdate(name, finishedState(second, synccommon.OperationSucceeded, "successfully synced", nil))
+	e.argoUpdate(name, finishedState(second, argov1alpha1.OperationSucceeded, "successfully synced", nil))
 	g.Consistently(result(second), time.Second, interval).Should(Equal([]string{"", ""}))
 	e.completed(e.signal(db.OperationResourceSyncOperation, third.ID, tenant.ID).ID)
 	g.Expect(e.argoApp(name).Operation.Info).To(ContainElement(&argov1alpha1.Info{Name: argocd.InfoSyncOperationID, Value: third.ID}))

@@ -1,7 +1,8 @@
 // Command argocd is the part of Argo CD the local stack, the end-to-end tests and the
 // one-node cluster's Argo CD image run: the application controller, the repo server, the
-// Git credential helper the repo server calls, and `argocd admin redis-initial-password`,
-// which Argo CD's install manifests run before Redis starts. Like Argo CD's own image, one
+// Git credential helper the repo server calls, `argocd admin redis-initial-password`,
+// which Argo CD's install manifests run before Redis starts, and `argocd admin health-lua`,
+// which runs a Lua health check as Argo CD does (for the service's tests). Like Argo CD's own image, one
 // binary serves every role, chosen by the program name or by ARGOCD_BINARY_NAME (the repo
 // server sets that when it runs the credential helper).
 package main
@@ -46,7 +47,14 @@ func main() {
 			}
 			return
 		}
-		fmt.Fprintln(os.Stderr, "argocd: only `argocd admin redis-initial-password` is built in")
+		if len(os.Args) == 4 && os.Args[1] == "admin" && os.Args[2] == "health-lua" {
+			if err := healthLua(os.Args[3], os.Stdin, os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, "argocd admin health-lua:", err)
+				os.Exit(1)
+			}
+			return
+		}
+		fmt.Fprintln(os.Stderr, "argocd: only `argocd admin redis-initial-password` and `argocd admin health-lua SCRIPT` are built in")
 		os.Exit(2)
 	default:
 		fmt.Fprintf(os.Stderr, "%s: unknown role; run as argocd-application-controller, argocd-repo-server or argocd-git-ask-pass (program name or ARGOCD_BINARY_NAME)\n", name)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/go-logr/logr"
 	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/gomega"
@@ -21,6 +20,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/crashpoint"
 	"github.com/gitops-service/gitops-service/tests-e2e/stack"
 )
@@ -77,7 +77,10 @@ func TestCrashBetweenSteps(t *testing.T) {
 			if err != nil {
 				return "", err
 			}
-			return app.Spec.GetSource().Path, nil
+			if app.Spec.Source == nil {
+				return "", nil
+			}
+			return app.Spec.Source.Path, nil
 		}
 	}
 	// settled: no operation is unfinished, no engine instance's signal is left up, and every

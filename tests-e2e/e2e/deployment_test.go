@@ -1,18 +1,35 @@
 package e2e
 
 import (
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	. "github.com/gitops-service/gitops-service/tests-e2e/framework"
 	"github.com/gitops-service/gitops-service/tests-e2e/stack"
 )
+
+// decodeArgoCDApplication reads the Argo CD Application of depl as Argo CD wrote it and
+// decodes it into the service's own copy of Argo CD's types, which must lose nothing it has
+// a field for.
+func decodeArgoCDApplication(ctx SpecContext, depl *v1.GitOpsDeployment) *argov1alpha1.Application {
+	GinkgoHelper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(argov1alpha1.SchemeGroupVersion.WithKind("Application"))
+	Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: stack.EngineNamespace, Name: argocd.ApplicationName(depl.UID)}, u)).To(Succeed())
+	app := &argov1alpha1.Application{}
+	lost, err := testenv.DecodeLoss(u.Object, app)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(lost).To(BeEmpty(), "fields of Argo CD's Application the service's types lose")
+	return app
+}
 
 var _ = Describe("A GitOpsDeployment", func() {
 	var ns string
@@ -30,6 +47,22 @@ var _ = Describe("A GitOpsDeployment", func() {
 			BeSyncedAndHealthy(), HaveRevision(sha), HaveResource("ConfigMap", "hello")))
 		Expect(ConfigMapData(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
 		Expect(ConfigMapData(ctx, f.Client, ns, "ignored")()).To(BeAbsent())
+
+		// The service's own copy of Argo CD's types reads what the real Argo CD wrote.
+		app := decodeArgoCDApplication(ctx, depl)
+		Expect(app.Status.Sync.Status).To(Equal(argov1alpha1.SyncStatusCodeSynced))
+		Expect(app.Status.Sync.Revision).To(Equal(sha))
+		Expect(app.Status.Sync.ComparedTo.Source.Path).To(Equal("app"))
+		Expect(app.Status.Health.Status).To(Equal(argov1alpha1.HealthStatusHealthy))
+		Expect(app.Status.Resources).To(ContainElement(And(
+			HaveField("Kind", "ConfigMap"), HaveField("Name", "hello"), HaveField("Namespace", ns),
+			HaveField("Status", argov1alpha1.SyncStatusCodeSynced))))
+		Expect(app.Status.ReconciledAt).NotTo(BeNil())
+		Expect(app.Status.OperationState).NotTo(BeNil())
+		Expect(app.Status.OperationState.Phase).To(Equal(argov1alpha1.OperationSucceeded))
+		Expect(app.Status.OperationState.SyncResult).NotTo(BeNil())
+		Expect(app.Status.OperationState.SyncResult.Revision).To(Equal(sha))
+		Expect(app.Status.OperationState.FinishedAt).NotTo(BeNil())
 	})
 
 	It("follows new commits, a new path and a pinned revision", func(ctx SpecContext) {

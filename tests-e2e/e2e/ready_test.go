@@ -8,8 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	. "github.com/gitops-service/gitops-service/tests-e2e/framework"
-	"github.com/gitops-service/gitops-service/tests-e2e/stack"
 )
 
 var _ = Describe("Kubernetes status conventions", func() {
@@ -47,7 +47,7 @@ var _ = Describe("Kubernetes status conventions", func() {
 
 // kubectl runs kubectl as the stack's admin and returns its output.
 func kubectl(ctx SpecContext, args ...string) (string, error) {
-	dir, err := stack.KubeBinDir()
+	dir, err := testenv.KubeBinDir()
 	if err != nil {
 		return "", err
 	}

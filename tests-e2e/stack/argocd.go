@@ -14,12 +14,12 @@ import (
 	"strings"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
 
@@ -48,35 +48,6 @@ type ArgoCD struct {
 	ControllerMetricsAddr string
 	// sockDir holds the repo server's askpass socket (short path), removed by Stop.
 	sockDir string
-}
-
-// ArgoCDBinDir is where hack/build-binaries.sh puts the Argo CD binary under its role names.
-func ArgoCDBinDir() (string, error) {
-	return builtDir("--argocd-dir", "argocd-application-controller")
-}
-
-// KubeBinDir is where hack/build-binaries.sh puts the Kubernetes binaries (the node's
-// components and kubectl).
-func KubeBinDir() (string, error) {
-	return builtDir("--kube-dir", "kubectl")
-}
-
-// builtDir asks hack/build-binaries.sh for a directory (flag) and checks that it holds
-// probe.
-func builtDir(flag, probe string) (string, error) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	out, err := exec.Command(filepath.Join(root, "hack", "build-binaries.sh"), flag).Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/build-binaries.sh %s: %w", flag, err)
-	}
-	dir := strings.TrimSpace(string(out))
-	if _, err := os.Stat(filepath.Join(dir, probe)); err != nil {
-		return "", fmt.Errorf("%s is not built (run `make binaries`): %w", probe, err)
-	}
-	return dir, nil
 }
 
 // InstallArgoCD writes the configuration Argo CD reads from its namespace: argocd-cm,
@@ -119,7 +90,7 @@ func InstallArgoCD(ctx context.Context, c client.Client, namespace string) error
 // StartArgoCD starts Redis, the repo server and the application controller, and waits until
 // they serve. Stop them with Stop.
 func StartArgoCD(ctx context.Context, opts ArgoCDOptions) (a *ArgoCD, err error) {
-	bin, err := ArgoCDBinDir()
+	bin, err := testenv.ArgoCDBinDir()
 	if err != nil {
 		return nil, err
 	}

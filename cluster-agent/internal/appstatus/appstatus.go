@@ -13,8 +13,6 @@ import (
 	"reflect"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	"github.com/uptrace/bun"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
@@ -232,7 +231,7 @@ func finished(op *argov1alpha1.OperationState) bool {
 		return false
 	}
 	switch op.Phase {
-	case synccommon.OperationSucceeded, synccommon.OperationFailed, synccommon.OperationError:
+	case argov1alpha1.OperationSucceeded, argov1alpha1.OperationFailed, argov1alpha1.OperationError:
 		return true
 	}
 	return false

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/periodic"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 )

@@ -10,14 +10,13 @@ import (
 	"fmt"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	"github.com/uptrace/bun"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
@@ -153,7 +152,7 @@ func (h *Handler) sync(ctx context.Context, so *db.SyncOperation, row *db.Applic
 // asks Argo CD to terminate the running operation.
 func (h *Handler) terminate(ctx context.Context, so *db.SyncOperation, app *argov1alpha1.Application) (operation.Outcome, error) {
 	state := app.Status.OperationState
-	running := state != nil && state.Phase == synccommon.OperationRunning
+	running := state != nil && state.Phase == argov1alpha1.OperationRunning
 	var patch map[string]any
 	var done string
 	switch {
@@ -161,7 +160,7 @@ func (h *Handler) terminate(ctx context.Context, so *db.SyncOperation, app *argo
 		if other := argocd.SyncOperationID(&state.Operation); other != "" && other != so.ID {
 			return operation.Completed(fmt.Sprintf("the running operation of Argo CD Application %s belongs to another sync; left running", app.Name)), nil
 		}
-		patch = map[string]any{"status": map[string]any{"operationState": map[string]any{"phase": synccommon.OperationTerminating}}}
+		patch = map[string]any{"status": map[string]any{"operationState": map[string]any{"phase": argov1alpha1.OperationTerminating}}}
 		done = fmt.Sprintf("termination of the running operation of Argo CD Application %s requested", app.Name)
 	case ownedBy(app.Operation, so.ID):
 		patch = map[string]any{"operation": nil}
@@ -233,7 +232,7 @@ func Busy(app *argov1alpha1.Application) bool {
 	if app.Operation != nil {
 		return true
 	}
-	return app.Status.OperationState != nil && app.Status.OperationState.Phase == synccommon.OperationRunning
+	return app.Status.OperationState != nil && app.Status.OperationState.Phase == argov1alpha1.OperationRunning
 }
 
 func ownedBy(op *argov1alpha1.Operation, id string) bool {

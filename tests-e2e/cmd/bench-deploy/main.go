@@ -19,8 +19,6 @@ import (
 	"sort"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	healthlib "github.com/argoproj/gitops-engine/pkg/health"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/tests-e2e/gitserver"
 	"github.com/gitops-service/gitops-service/tests-e2e/stack"
 )
@@ -175,7 +174,7 @@ func timeApplication(ctx context.Context, c client.Client, namespace, repoURL st
 	}
 	return poll(ctx, start, func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(app), app)
-		return app.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced && app.Status.Health.Status == healthlib.HealthStatusHealthy, err
+		return app.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced && app.Status.Health.Status == argov1alpha1.HealthStatusHealthy, err
 	})
 }
 

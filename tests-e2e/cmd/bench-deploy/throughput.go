@@ -7,13 +7,12 @@ import (
 	"sync"
 	"time"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	healthlib "github.com/argoproj/gitops-engine/pkg/health"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/tests-e2e/stack"
 )
 
@@ -167,7 +166,7 @@ func readyApplications(ctx context.Context, c client.Client) (int, error) {
 	}
 	n := 0
 	for _, app := range list.Items {
-		if app.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced && app.Status.Health.Status == healthlib.HealthStatusHealthy {
+		if app.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced && app.Status.Health.Status == argov1alpha1.HealthStatusHealthy {
 			n++
 		}
 	}
