@@ -64,11 +64,11 @@ func conformanceObjects(namespace string) map[string]client.Object {
 		[]string{"https://github.com/example/gitops", "ssh://git@git.example.com/team/repo.git"},
 		[]argocd.ProjectDestination{{Namespace: "team-a"}, {ManagedEnvironmentID: "env-1", Namespace: "*"}})
 	return map[string]client.Object{
-		"automated Application":          argocd.Application(namespace, "gitopsdepl-automated", "app-1", "t1", automated),
+		"automated Application":         argocd.Application(namespace, "gitopsdepl-automated", "app-1", "t1", automated),
 		"Application with an operation": syncing,
-		"Application with a status":      reported,
-		"local AppProject":               local,
-		"remote AppProject":              remote,
+		"Application with a status":     reported,
+		"local AppProject":              local,
+		"remote AppProject":             remote,
 	}
 }
 
@@ -94,15 +94,20 @@ func TestOwnArgoCDTypesConformToArgoCD(t *testing.T) {
 		"metadata": map[string]any{"name": "bad", "namespace": ns.Name},
 		"spec":     map[string]any{"sourceRepo": []any{"*"}},
 	}}
-	if err := cp.Client.Patch(ctx, bad, client.Apply, client.FieldOwner("conformance"), client.FieldValidation("Strict")); err == nil {
+	if err := testenv.StrictApply(ctx, cp.Client, bad, "conformance"); err == nil {
 		t.Fatalf("the API server accepted an AppProject field Argo CD does not have")
 	}
 
 	for name, obj := range conformanceObjects(ns.Name) {
 		t.Run(name, func(t *testing.T) {
 			sent := obj.DeepCopyObject().(client.Object)
-			if err := cp.Client.Patch(ctx, obj, client.Apply, client.FieldOwner("conformance"), client.ForceOwnership,
-				client.FieldValidation("Strict")); err != nil {
+			// Applied whole, status included: every field the types have must be Argo CD's.
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
+			if err := testenv.StrictApply(ctx, cp.Client, &unstructured.Unstructured{Object: m}, "conformance"); err != nil {
 				t.Fatalf("server-side apply with strict field validation: %v", err)
 			}
 			u := &unstructured.Unstructured{}

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -57,7 +58,7 @@ func ArgoCDModuleDir() (string, error) {
 	out, err := cmd.Output()
 	var info struct{ Dir, Error string }
 	if jsonErr := json.Unmarshal(out, &info); jsonErr != nil || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: %v %s", argoCDModule, m[1], err, info.Error)
+		return "", fmt.Errorf("go mod download %s@%s: %s: %w", argoCDModule, m[1], info.Error, errors.Join(err, jsonErr))
 	}
 	return info.Dir, nil
 }

@@ -50,7 +50,7 @@ func compareJSON(want, got any, t reflect.Type, path string, lost *[]string) {
 		(t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8)
 	switch {
 	case leaf || (t.Kind() != reflect.Struct && t.Kind() != reflect.Slice && t.Kind() != reflect.Map):
-		if !reflect.DeepEqual(want, got) && !(got == nil && zeroJSON(want)) {
+		if !reflect.DeepEqual(want, got) && (got != nil || !zeroJSON(want)) {
 			*lost = append(*lost, path)
 		}
 	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:

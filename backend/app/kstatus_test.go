@@ -135,7 +135,7 @@ func argoCDHealth(obj *unstructured.Unstructured, script string) (argov1alpha1.H
 		return "", err
 	}
 	cmd := exec.Command(filepath.Join(dir, "argocd"), "admin", "health-lua", script)
-	cmd.Stdin = bytes.NewReader(append(data, '\n'))
+	cmd.Stdin = bytes.NewReader(data) // one line: MarshalJSON ends it
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

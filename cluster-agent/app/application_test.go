@@ -69,8 +69,8 @@ func TestApplicationLifecycle(t *testing.T) {
 	g.Expect(app.Status.Sync.Status).To(Equal(argov1alpha1.SyncStatusCodeSynced))
 	for _, mf := range app.ManagedFields {
 		if mf.Manager == argocd.FieldManager {
-			g.Expect(string(mf.FieldsV1.Raw)).NotTo(ContainSubstring(`"f:status"`), "the agent owns no status field")
-			g.Expect(string(mf.FieldsV1.Raw)).NotTo(ContainSubstring(`"f:operation"`))
+			g.Expect(mf.FieldsV1.GetRawString()).NotTo(ContainSubstring(`"f:status"`), "the agent owns no status field")
+			g.Expect(mf.FieldsV1.GetRawString()).NotTo(ContainSubstring(`"f:operation"`))
 		}
 	}
 

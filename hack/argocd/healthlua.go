@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +27,9 @@ func healthLua(scriptFile string, in io.Reader, out io.Writer) error {
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	enc := json.NewEncoder(out)
 	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(sc.Bytes()); err != nil {
 			return fmt.Errorf("reading an object: %w", err)

@@ -256,8 +256,7 @@ func kustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
 
 // dryRunApply applies obj with server-side apply in dry-run mode, rejecting unknown fields.
 func dryRunApply(ctx context.Context, c client.Client, obj *unstructured.Unstructured) error {
-	return c.Patch(ctx, obj.DeepCopy(), client.Apply, client.DryRunAll, client.FieldOwner(fieldOwner),
-		client.ForceOwnership, client.FieldValidation("Strict"))
+	return testenv.StrictApply(ctx, c, obj, fieldOwner, client.DryRunAll)
 }
 
 // ensureNamespaces creates, for real, the Namespaces the build creates (a dry run cannot

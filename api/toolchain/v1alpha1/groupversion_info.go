@@ -6,7 +6,8 @@ package v1alpha1
 
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
+
+	"github.com/gitops-service/gitops-service/api/internal/register"
 )
 
 var (
@@ -14,7 +15,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "toolchain.dev.openshift.com", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &register.Builder{GroupVersion: GroupVersion}
 
 	// AddToScheme adds the types of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -28,28 +27,16 @@ const MaxEnvironmentNameLength = validation.LabelValueMaxLength
 // domain that could be looked up, as an OpenShift cluster's can).
 type EnvironmentValidator struct{}
 
-var _ admission.CustomValidator = EnvironmentValidator{}
+var _ admission.Validator[*appstudio.Environment] = EnvironmentValidator{}
 
 // ValidateCreate applies every rule.
-func (EnvironmentValidator) ValidateCreate(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
-	env, err := asEnvironment(obj)
-	if err != nil {
-		return nil, err
-	}
+func (EnvironmentValidator) ValidateCreate(_ context.Context, env *appstudio.Environment) (admission.Warnings, error) {
 	return nil, ValidateEnvironment(env)
 }
 
 // ValidateUpdate refuses an update that breaks a rule the Environment kept before, so that an
 // Environment stored before a rule existed stays updatable (to remove a finalizer, or to fix it).
-func (EnvironmentValidator) ValidateUpdate(_ context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	old, err := asEnvironment(oldObj)
-	if err != nil {
-		return nil, err
-	}
-	env, err := asEnvironment(newObj)
-	if err != nil {
-		return nil, err
-	}
+func (EnvironmentValidator) ValidateUpdate(_ context.Context, old, env *appstudio.Environment) (admission.Warnings, error) {
 	if ValidateEnvironment(old) != nil {
 		return nil, nil
 	}
@@ -57,16 +44,8 @@ func (EnvironmentValidator) ValidateUpdate(_ context.Context, oldObj, newObj run
 }
 
 // ValidateDelete allows every deletion.
-func (EnvironmentValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+func (EnvironmentValidator) ValidateDelete(context.Context, *appstudio.Environment) (admission.Warnings, error) {
 	return nil, nil
-}
-
-func asEnvironment(obj runtime.Object) (*appstudio.Environment, error) {
-	env, ok := obj.(*appstudio.Environment)
-	if !ok {
-		return nil, fmt.Errorf("expected an Environment, got %T", obj)
-	}
-	return env, nil
 }
 
 // ValidateEnvironment returns an error listing every rule env breaks, or nil.

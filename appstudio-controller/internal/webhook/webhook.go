@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -58,11 +57,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	if err := ctrl.NewWebhookManagedBy(mgr).For(&appstudio.SnapshotEnvironmentBinding{}).
+	if err := ctrl.NewWebhookManagedBy(mgr, &appstudio.SnapshotEnvironmentBinding{}).
 		WithValidator(&BindingValidator{Reader: mgr.GetClient()}).Complete(); err != nil {
 		return err
 	}
-	return ctrl.NewWebhookManagedBy(mgr).For(&appstudio.Environment{}).WithValidator(EnvironmentValidator{}).Complete()
+	return ctrl.NewWebhookManagedBy(mgr, &appstudio.Environment{}).WithValidator(EnvironmentValidator{}).Complete()
 }
 
 // BindingValidator validates SnapshotEnvironmentBindings. Reader must support listing
@@ -71,15 +70,11 @@ type BindingValidator struct {
 	Reader client.Reader
 }
 
-var _ admission.CustomValidator = &BindingValidator{}
+var _ admission.Validator[*appstudio.SnapshotEnvironmentBinding] = &BindingValidator{}
 
 // ValidateCreate refuses a binding whose (application, environment) another binding of the
 // namespace already has.
-func (v *BindingValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
-	b, err := asBinding(obj)
-	if err != nil {
-		return nil, err
-	}
+func (v *BindingValidator) ValidateCreate(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) (admission.Warnings, error) {
 	return nil, v.checkUnique(ctx, b)
 }
 
@@ -88,15 +83,7 @@ func (v *BindingValidator) ValidateCreate(ctx context.Context, obj runtime.Objec
 // the API server applies before this webhook), and two bindings that already collide (created
 // while the webhook was not serving) must stay updatable — for a promotion, or to remove a
 // finalizer — until one of them is deleted.
-func (v *BindingValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	old, err := asBinding(oldObj)
-	if err != nil {
-		return nil, err
-	}
-	b, err := asBinding(newObj)
-	if err != nil {
-		return nil, err
-	}
+func (v *BindingValidator) ValidateUpdate(ctx context.Context, old, b *appstudio.SnapshotEnvironmentBinding) (admission.Warnings, error) {
 	if old.Spec.Application == b.Spec.Application && old.Spec.Environment == b.Spec.Environment {
 		return nil, nil
 	}
@@ -104,16 +91,8 @@ func (v *BindingValidator) ValidateUpdate(ctx context.Context, oldObj, newObj ru
 }
 
 // ValidateDelete allows every deletion.
-func (v *BindingValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+func (v *BindingValidator) ValidateDelete(context.Context, *appstudio.SnapshotEnvironmentBinding) (admission.Warnings, error) {
 	return nil, nil
-}
-
-func asBinding(obj runtime.Object) (*appstudio.SnapshotEnvironmentBinding, error) {
-	b, ok := obj.(*appstudio.SnapshotEnvironmentBinding)
-	if !ok {
-		return nil, fmt.Errorf("expected a SnapshotEnvironmentBinding, got %T", obj)
-	}
-	return b, nil
 }
 
 // checkUnique returns an error naming the other bindings of b's namespace that have b's

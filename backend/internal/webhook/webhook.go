@@ -4,9 +4,7 @@ package webhook
 
 import (
 	"context"
-	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -21,27 +19,21 @@ const GitOpsDeploymentPath = "/validate-managed-gitops-redhat-com-v1alpha1-gitop
 
 // Setup registers the webhooks with the manager's webhook server.
 func Setup(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr).For(&v1.GitOpsDeployment{}).WithValidator(gitOpsDeploymentValidator{}).Complete()
+	return ctrl.NewWebhookManagedBy(mgr, &v1.GitOpsDeployment{}).WithValidator(gitOpsDeploymentValidator{}).Complete()
 }
 
 type gitOpsDeploymentValidator struct{}
 
-func (gitOpsDeploymentValidator) ValidateCreate(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
-	return nil, validateDeployment(obj)
+var _ admission.Validator[*v1.GitOpsDeployment] = gitOpsDeploymentValidator{}
+
+func (gitOpsDeploymentValidator) ValidateCreate(_ context.Context, depl *v1.GitOpsDeployment) (admission.Warnings, error) {
+	return nil, validation.GitOpsDeploymentAdmission(depl)
 }
 
-func (gitOpsDeploymentValidator) ValidateUpdate(_ context.Context, _, obj runtime.Object) (admission.Warnings, error) {
-	return nil, validateDeployment(obj)
+func (gitOpsDeploymentValidator) ValidateUpdate(_ context.Context, _, depl *v1.GitOpsDeployment) (admission.Warnings, error) {
+	return nil, validation.GitOpsDeploymentAdmission(depl)
 }
 
-func (gitOpsDeploymentValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+func (gitOpsDeploymentValidator) ValidateDelete(context.Context, *v1.GitOpsDeployment) (admission.Warnings, error) {
 	return nil, nil
-}
-
-func validateDeployment(obj runtime.Object) error {
-	depl, ok := obj.(*v1.GitOpsDeployment)
-	if !ok {
-		return fmt.Errorf("expected a GitOpsDeployment, got %T", obj)
-	}
-	return validation.GitOpsDeploymentAdmission(depl)
 }
