@@ -52,13 +52,20 @@ func ArgoCDModuleDir() (string, error) {
 	if m == nil {
 		return "", fmt.Errorf("hack/argocd/go.mod does not require %s", argoCDModule)
 	}
-	cmd := exec.Command("go", "mod", "download", "-json", argoCDModule+"@"+string(m[1]))
-	cmd.Dir = modDir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	return ModuleDir(argoCDModule, string(m[1]), modDir)
+}
+
+// ModuleDir is the directory of a module version in the module cache, downloaded (and
+// checked against go.sum in dir, or the checksum database) if it is not there yet. dir is
+// where `go mod download` runs: a module that requires it, or any directory.
+func ModuleDir(module, version, dir string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", module+"@"+version)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 	out, err := cmd.Output()
 	var info struct{ Dir, Error string }
 	if jsonErr := json.Unmarshal(out, &info); jsonErr != nil || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: %s: %w", argoCDModule, m[1], info.Error, errors.Join(err, jsonErr))
+		return "", fmt.Errorf("go mod download %s@%s: %s: %w", module, version, info.Error, errors.Join(err, jsonErr))
 	}
 	return info.Dir, nil
 }

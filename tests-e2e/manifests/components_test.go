@@ -3,11 +3,8 @@ package manifests
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
 
 // operatorCRDs are the CRDs of the operators the components need, from those operators' Go
@@ -40,7 +39,7 @@ var operatorCRDs = []struct {
 // and installs their CRDs.
 func installOperatorCRDs(ctx context.Context, c client.Client) error {
 	for _, m := range operatorCRDs {
-		dir, err := moduleDir(ctx, m.module, m.version)
+		dir, err := testenv.ModuleDir(m.module, m.version, os.TempDir())
 		if err != nil {
 			return err
 		}
@@ -51,20 +50,6 @@ func installOperatorCRDs(ctx context.Context, c client.Client) error {
 		}
 	}
 	return nil
-}
-
-// moduleDir is the directory of a module version in the module cache, downloaded (and
-// checked against the checksum database) if it is not there yet.
-func moduleDir(ctx context.Context, module, version string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
-	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	out, err := cmd.Output()
-	var info struct{ Dir, Error string }
-	if jsonErr := json.Unmarshal(out, &info); jsonErr != nil || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: %s: %w", module, version, info.Error, errors.Join(err, jsonErr))
-	}
-	return info.Dir, nil
 }
 
 // checkOperated checks the production overlay with the monitoring and CloudNativePG
