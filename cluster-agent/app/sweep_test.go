@@ -222,19 +222,23 @@ func TestSweepRestoresObjectsDeletedByHand(t *testing.T) {
 		return n
 	}, 3*time.Second, 200*time.Millisecond).Should(Equal(len(signalled)), "nothing is restored while everything is there")
 
-	application := e.argoApp(app.Name)
-	application.Finalizers = nil // no Argo CD here to remove its finalizer
-	g.Expect(e.c.Update(e.ctx, application)).To(Succeed())
-	deleted := []client.Object{application}
-	for _, name := range []string{argocd.ClusterSecretName(env.ID), argocd.RepositorySecretName(cred.ID), argocd.RemoteRepositorySecretName(cred.ID)} {
-		secret, err := e.secret(name)
-		g.Expect(err).NotTo(HaveOccurred())
-		deleted = append(deleted, secret)
-	}
+	// The AppProjects go first: an Application operation also applies its tenant's
+	// AppProjects, so a sweep that saw only the Application gone could have them put back
+	// by its restore, without an AppProject operation.
+	var deleted []client.Object
 	for _, name := range []string{argocd.AppProjectName(tenant.ID), argocd.RemoteAppProjectName(tenant.ID)} {
 		project := &argov1alpha1.AppProject{}
 		g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, project)).To(Succeed())
 		deleted = append(deleted, project)
+	}
+	application := e.argoApp(app.Name)
+	application.Finalizers = nil // no Argo CD here to remove its finalizer
+	g.Expect(e.c.Update(e.ctx, application)).To(Succeed())
+	deleted = append(deleted, application)
+	for _, name := range []string{argocd.ClusterSecretName(env.ID), argocd.RepositorySecretName(cred.ID), argocd.RemoteRepositorySecretName(cred.ID)} {
+		secret, err := e.secret(name)
+		g.Expect(err).NotTo(HaveOccurred())
+		deleted = append(deleted, secret)
 	}
 	for _, o := range deleted {
 		g.Expect(e.c.Delete(e.ctx, o)).To(Succeed())

@@ -312,31 +312,39 @@ func (s *Sweeper) restoreMissing(ctx context.Context, res *Result, seen present)
 	}
 	signalledEnvs, signalledTenants := map[string]bool{}, map[string]bool{}
 	errApps := s.walkInstanceRows(ctx, s.Store.ListInstanceApplicationsAfter, func(app db.InstanceResource) {
-		if !seen.applications[app.ID] && s.applicationMissing(ctx, app.Name) {
+		if !seen.applications[app.ID] && s.missing(ctx, app.Name, &argov1alpha1.Application{}) {
 			restore(db.OperationResourceApplication, app.ID, app.TenantID)
 		}
 		env := app.ManagedEnvironmentID
 		if _, found := seen.clusters[env]; env != "" && !found && !signalledEnvs[env] {
 			signalledEnvs[env] = true
-			restore(db.OperationResourceManagedEnvironment, env, app.TenantID)
+			if s.missing(ctx, argocd.ClusterSecretName(env), &corev1.Secret{}) {
+				restore(db.OperationResourceManagedEnvironment, env, app.TenantID)
+			}
 		}
 		if _, found := seen.projects[app.TenantID]; !found && !signalledTenants[app.TenantID] {
 			signalledTenants[app.TenantID] = true
-			restore(db.OperationResourceAppProject, app.TenantID, app.TenantID)
+			// As in the listing: the tenant has none of its AppProjects (it needs only one of
+			// the two when all its applications deploy to one side).
+			if s.missing(ctx, argocd.AppProjectName(app.TenantID), &argov1alpha1.AppProject{}) &&
+				s.missing(ctx, argocd.RemoteAppProjectName(app.TenantID), &argov1alpha1.AppProject{}) {
+				restore(db.OperationResourceAppProject, app.TenantID, app.TenantID)
+			}
 		}
 	})
 	errRepos := s.walkInstanceRows(ctx, s.Store.ListInstanceRepositoryCredentialsAfter, func(cred db.InstanceResource) {
-		if _, found := seen.repositories[cred.ID]; !found {
+		if _, found := seen.repositories[cred.ID]; !found && s.missing(ctx, argocd.RepositorySecretName(cred.ID), &corev1.Secret{}) {
 			restore(db.OperationResourceRepositoryCredential, cred.ID, cred.TenantID)
 		}
 	})
 	return errors.Join(errApps, errRepos)
 }
 
-// applicationMissing confirms with the API server that an Application the cache does not
-// list is missing (the cache may not have seen one just created).
-func (s *Sweeper) applicationMissing(ctx context.Context, name string) bool {
-	err := s.APIReader.Get(ctx, client.ObjectKey{Namespace: s.Identity.Namespace, Name: name}, &argov1alpha1.Application{})
+// missing confirms with the API server that an object the sweep's listing did not show is
+// still missing: the operation that creates it may have finished since the listing, and
+// restoring it would cost an operation and a write for nothing.
+func (s *Sweeper) missing(ctx context.Context, name string, obj client.Object) bool {
+	err := s.APIReader.Get(ctx, client.ObjectKey{Namespace: s.Identity.Namespace, Name: name}, obj)
 	return apierrors.IsNotFound(err)
 }
 
