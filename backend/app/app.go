@@ -298,6 +298,12 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 			return err
 		}
 	}
+	return o.setupWebhooks(mgr, log)
+}
+
+// setupWebhooks serves the Git webhook receiver and the admission webhooks the options ask
+// for, with their readiness and the expiry of their certificates.
+func (o *Options) setupWebhooks(mgr ctrl.Manager, log logr.Logger) error {
 	if o.GitWebhookAddr != "" && o.GitWebhookAddr != "0" {
 		if err := gitwebhook.Serve(mgr, o.GitWebhookAddr, o.GitWebhookCertDir, &gitwebhook.Receiver{Client: mgr.GetClient()}); err != nil {
 			return err
