@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -123,10 +124,13 @@ func judge(h *harness, obj client.Object, healthLua string) (verdict, error) {
 	return v, nil
 }
 
+// argoCDBinDir asks hack/build-binaries.sh once, not on every poll of a verdict.
+var argoCDBinDir = sync.OnceValues(testenv.ArgoCDBinDir)
+
 // argoCDHealth is Argo CD's verdict on obj by the Lua health check in the file script, from
 // Argo CD's own Lua code in the Argo CD binary the tests run (`argocd admin health-lua`).
 func argoCDHealth(obj *unstructured.Unstructured, script string) (argov1alpha1.HealthStatusCode, error) {
-	dir, err := testenv.ArgoCDBinDir()
+	dir, err := argoCDBinDir()
 	if err != nil {
 		return "", err
 	}
