@@ -19,15 +19,14 @@ import (
 // decodeArgoCDApplication reads the Argo CD Application of depl as Argo CD wrote it and
 // decodes it into the service's own copy of Argo CD's types, which must lose nothing it has
 // a field for.
-func decodeArgoCDApplication(ctx SpecContext, depl *v1.GitOpsDeployment) *argov1alpha1.Application {
-	GinkgoHelper()
+func decodeArgoCDApplication(ctx SpecContext, g Gomega, depl *v1.GitOpsDeployment) *argov1alpha1.Application {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(argov1alpha1.SchemeGroupVersion.WithKind("Application"))
-	Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: stack.EngineNamespace, Name: argocd.ApplicationName(depl.UID)}, u)).To(Succeed())
+	g.Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: stack.EngineNamespace, Name: argocd.ApplicationName(depl.UID)}, u)).To(Succeed())
 	app := &argov1alpha1.Application{}
 	lost, err := testenv.DecodeLoss(u.Object, app)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(lost).To(BeEmpty(), "fields of Argo CD's Application the service's types lose")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lost).To(BeEmpty(), "fields of Argo CD's Application the service's types lose")
 	return app
 }
 
@@ -48,21 +47,25 @@ var _ = Describe("A GitOpsDeployment", func() {
 		Expect(ConfigMapData(ctx, f.Client, ns, "hello")()).To(HaveKeyWithValue("greeting", "hi"))
 		Expect(ConfigMapData(ctx, f.Client, ns, "ignored")()).To(BeAbsent())
 
-		// The service's own copy of Argo CD's types reads what the real Argo CD wrote.
-		app := decodeArgoCDApplication(ctx, depl)
-		Expect(app.Status.Sync.Status).To(Equal(argov1alpha1.SyncStatusCodeSynced))
-		Expect(app.Status.Sync.Revision).To(Equal(sha))
-		Expect(app.Status.Sync.ComparedTo.Source.Path).To(Equal("app"))
-		Expect(app.Status.Health.Status).To(Equal(argov1alpha1.HealthStatusHealthy))
-		Expect(app.Status.Resources).To(ContainElement(And(
-			HaveField("Kind", "ConfigMap"), HaveField("Name", "hello"), HaveField("Namespace", ns),
-			HaveField("Status", argov1alpha1.SyncStatusCodeSynced))))
-		Expect(app.Status.ReconciledAt).NotTo(BeNil())
-		Expect(app.Status.OperationState).NotTo(BeNil())
-		Expect(app.Status.OperationState.Phase).To(Equal(argov1alpha1.OperationSucceeded))
-		Expect(app.Status.OperationState.SyncResult).NotTo(BeNil())
-		Expect(app.Status.OperationState.SyncResult.Revision).To(Equal(sha))
-		Expect(app.Status.OperationState.FinishedAt).NotTo(BeNil())
+		// The service's own copy of Argo CD's types reads what the real Argo CD wrote. The
+		// GitOpsDeployment reports Synced as soon as the live state matches, which can be a
+		// moment before Argo CD records its sync operation as finished.
+		Eventually(func(g Gomega) {
+			app := decodeArgoCDApplication(ctx, g, depl)
+			g.Expect(app.Status.Sync.Status).To(Equal(argov1alpha1.SyncStatusCodeSynced))
+			g.Expect(app.Status.Sync.Revision).To(Equal(sha))
+			g.Expect(app.Status.Sync.ComparedTo.Source.Path).To(Equal("app"))
+			g.Expect(app.Status.Health.Status).To(Equal(argov1alpha1.HealthStatusHealthy))
+			g.Expect(app.Status.Resources).To(ContainElement(And(
+				HaveField("Kind", "ConfigMap"), HaveField("Name", "hello"), HaveField("Namespace", ns),
+				HaveField("Status", argov1alpha1.SyncStatusCodeSynced))))
+			g.Expect(app.Status.ReconciledAt).NotTo(BeNil())
+			g.Expect(app.Status.OperationState).NotTo(BeNil())
+			g.Expect(app.Status.OperationState.Phase).To(Equal(argov1alpha1.OperationSucceeded))
+			g.Expect(app.Status.OperationState.SyncResult).NotTo(BeNil())
+			g.Expect(app.Status.OperationState.SyncResult.Revision).To(Equal(sha))
+			g.Expect(app.Status.OperationState.FinishedAt).NotTo(BeNil())
+		}).Should(Succeed())
 	})
 
 	It("follows new commits, a new path and a pinned revision", func(ctx SpecContext) {
