@@ -11,8 +11,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/uptrace/bun"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -29,7 +31,6 @@ import (
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/opgc"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/sweep"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/syncop"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/tenantlock"
 )
 
 // EnvKeysFile supplies the default --credentials-keys-file, as for the backend.
@@ -153,8 +154,16 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 	}
 
 	c := mgr.GetClient()
-	tenants := &tenantlock.Locks{}
-	projects := &argoapp.Projects{Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Tenants: tenants}
+	// The AppProjects' own client, so that only their reads wait for the cache to show
+	// their writes.
+	projectsClient, err := client.New(mgr.GetConfig(), client.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+		Cache: &client.CacheOptions{Reader: mgr.GetCache(), EnableReadYourWritesConsistency: ptr.To(true)},
+	})
+	if err != nil {
+		return engine.Identity{}, fmt.Errorf("creating the AppProjects' client: %w", err)
+	}
+	projects := &argoapp.Projects{Client: projectsClient, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id}
 	handlers := map[db.OperationResourceType]operation.Handler{
 		db.OperationResourceApplication: &argoapp.Applications{
 			Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Projects: projects,
@@ -165,8 +174,10 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		db.OperationResourceSyncOperation: &syncop.Handler{
 			Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, PollInterval: opts.SyncPollInterval,
 		},
-		db.OperationResourceManagedEnvironment:   &credsecret.Clusters{Client: c, DB: bdb, Store: store, Identity: id, Tenants: tenants},
-		db.OperationResourceRepositoryCredential: &credsecret.Repositories{Client: c, DB: bdb, Store: store, Identity: id, Tenants: tenants},
+		db.OperationResourceManagedEnvironment: &credsecret.Clusters{
+			Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, PollInterval: opts.DeletionPollInterval,
+		},
+		db.OperationResourceRepositoryCredential: &credsecret.Repositories{Client: c, DB: bdb, Store: store, Identity: id},
 	}
 	operations := &operation.Reconciler{
 		Client: c, DB: bdb, Store: store, Identity: id, Handlers: handlers, RetryLimit: opts.OperationRetryLimit,

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -134,4 +135,40 @@ func TestCredentialsWithoutKeyring(t *testing.T) {
 	_, err := e.secret(argocd.ClusterSecretName(env.ID))
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	g.Expect(counter(t, "gitops_cluster_agent_operations_total", "ManagedEnvironment", "failed")).To(BeNumerically(">=", 1))
+}
+
+func TestClusterSecretOfATenantPlacedElsewhereStaysWhileItsAppProjectsRemain(t *testing.T) {
+	e := startAgent(t, true, nil)
+	g := e.g()
+	tenant := e.tenant()
+	env := e.managedEnvironment(tenant)
+	_, err := e.store.AddAppProjectDestination(e.ctx, e.db, tenant.ID, env.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	e.completed(e.signal(db.OperationResourceManagedEnvironment, env.ID, tenant.ID).ID)
+	e.completed(e.signal(db.OperationResourceAppProject, tenant.ID, tenant.ID).ID)
+	remote := client.ObjectKey{Namespace: e.ns, Name: argocd.RemoteAppProjectName(tenant.ID)}
+	g.Expect(e.c.Get(e.ctx, remote, &argov1alpha1.AppProject{})).To(Succeed())
+
+	// The tenant is placed on another instance: its AppProject is still here, and with it
+	// the cluster Secret, which an Argo CD Application here could still need.
+	uid := uuid.NewString()
+	_, elsewhere, err := e.store.RegisterEngineInstance(e.ctx, e.db, e.id.ClusterName, "elsewhere-"+uid[:8], uid)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.store.SetTenantEngineInstance(e.ctx, e.db, tenant.ID, elsewhere.ID)).To(Succeed())
+	kept := e.signal(db.OperationResourceManagedEnvironment, env.ID, tenant.ID)
+	g.Eventually(func() string { return e.operation(kept.ID).HumanReadableState }, timeout, interval).
+		Should(ContainSubstring("kept while AppProject " + remote.Name + " remains"))
+	g.Expect(e.operation(kept.ID).State).To(Equal(db.OperationInProgress))
+	_, err = e.secret(argocd.ClusterSecretName(env.ID))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// The AppProject operation removes the project of a tenant served elsewhere, and leaves
+	// the Secret alone; the waiting cluster operation then deletes it.
+	op := e.completed(e.signal(db.OperationResourceAppProject, tenant.ID, tenant.ID).ID)
+	g.Expect(op.HumanReadableState).To(HavePrefix("AppProjects of tenant " + tenant.ID + " deleted"))
+	g.Expect(apierrors.IsNotFound(e.c.Get(e.ctx, remote, &argov1alpha1.AppProject{}))).To(BeTrue())
+	op = e.completed(kept.ID)
+	g.Expect(op.HumanReadableState).To(ContainSubstring("deleted: the tenant is placed on another engine instance"))
+	_, err = e.secret(argocd.ClusterSecretName(env.ID))
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 }

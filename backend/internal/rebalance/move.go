@@ -8,7 +8,8 @@
 // Secrets and Argo CD Applications, whose Argo CD takes over the resources already
 // deployed (same Application names, so the same tracking); the old one lets each
 // Application go only once the new instance has adopted it, removing Argo CD's finalizers
-// first so that nothing is pruned, and then removes the tenant's AppProjects and Secrets.
+// first so that nothing is pruned, then removes the tenant's AppProjects, and its cluster
+// and repository Secrets once no AppProject is left.
 package rebalance
 
 import (
@@ -75,13 +76,20 @@ func (m *Mover) Move(ctx context.Context, tenantID, to string) (*db.TenantMove, 
 		if move.From == "" {
 			return nil // never placed: nothing to let go
 		}
-		// The old instance: each Application waits there for the new one to adopt it;
-		// the AppProject operation removes the tenant's projects and Secrets once no
-		// Application is left (at once for a tenant without applications).
+		// The old instance: each Application waits there for the new one to adopt it; the
+		// AppProject operation removes the tenant's projects once no Application is left
+		// (at once for a tenant without applications), and the credential operations its
+		// Secrets, the cluster Secrets once the projects are gone.
 		if err := signalOn(move.From, db.OperationResourceApplication, move.ApplicationIDs...); err != nil {
 			return err
 		}
-		return signalOn(move.From, db.OperationResourceAppProject, tenantID)
+		if err := signalOn(move.From, db.OperationResourceAppProject, tenantID); err != nil {
+			return err
+		}
+		if err := signalOn(move.From, db.OperationResourceManagedEnvironment, move.ManagedEnvironmentIDs...); err != nil {
+			return err
+		}
+		return signalOn(move.From, db.OperationResourceRepositoryCredential, move.RepositoryCredentialIDs...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("moving tenant %s to engine instance %s: %w", tenantID, to, err)

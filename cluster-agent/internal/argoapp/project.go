@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
@@ -24,7 +22,6 @@ import (
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/tenantlock"
 )
 
 // inClusterName is Argo CD's name of the cluster it runs on.
@@ -40,14 +37,18 @@ type Store interface {
 	FinishApplicationMove(ctx context.Context, idb bun.IDB, id, from string) error
 	TenantServedBy(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (bool, error)
 	RecordLeftovers(ctx context.Context, idb bun.IDB, l *db.Leftovers) error
+	WithTenantLock(ctx context.Context, idb bun.IDB, tenantID string, fn func(ctx context.Context, tx bun.Tx) error) error
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=appprojects,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=deletecollection
 
 // Projects carries out AppProject operations (resource id: the tenant's id).
 type Projects struct {
-	// Client reads Argo CD Applications from the manager's cache and writes AppProjects.
+	// Client reads Argo CD Applications and AppProjects from the manager's cache and writes
+	// AppProjects. It must read its own writes (client.CacheOptions.EnableReadYourWritesConsistency): the next Ensure of a
+	// tenant may start the moment this one ends and decides from the cache, so a deletion
+	// it still saw as present would leave a project the tenant needs again deleted, and a
+	// spec it saw as already wanted would not be written back.
 	Client client.Client
 	// APIReader reads Applications from the API server when deciding whether a tenant
 	// served elsewhere still needs anything here (the cache may lag behind a release).
@@ -55,8 +56,6 @@ type Projects struct {
 	DB        bun.IDB
 	Store     Store
 	Identity  engine.Identity
-	// Tenants serialises the work on each tenant's objects with the other handlers.
-	Tenants *tenantlock.Locks
 }
 
 var _ operation.Handler = (*Projects)(nil)
@@ -84,35 +83,55 @@ func (p *Projects) Handle(ctx context.Context, t operation.Target) (operation.Ou
 // and every managed environment of the tenant's AppProject rows, any namespace.
 //
 // A tenant this instance no longer serves (it moved to another instance, or is gone) keeps
-// its AppProjects here only while Argo CD Applications of it remain; once none does, its
-// cluster and repository Secrets are deleted too.
+// its AppProjects here only while Argo CD Applications of it remain. Its cluster and
+// repository Secrets are the credential handlers' to delete: a cluster Secret stays while
+// the tenant has an AppProject here (see credsecret.Clusters).
 //
-// Calls for one tenant run one at a time, each reading the database afresh (see
-// tenantlock).
+// Calls for one tenant, and the credential handlers of the tenant, run one at a time under
+// the tenant's advisory lock (Store.WithTenantLock), each reading the database afresh in
+// the lock's transaction.
 func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) ([]string, error) {
-	defer p.Tenants.Lock(tenantID)()
-	served, err := p.Store.TenantServedBy(ctx, p.DB, tenantID, p.Identity.InstanceID)
+	ctx, cancel := context.WithTimeout(ctx, ensureTimeout)
+	defer cancel()
+	var kept []string
+	err := p.Store.WithTenantLock(ctx, p.DB, tenantID, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		kept, err = p.ensure(ctx, tx, tenantID, gone)
+		return err
+	})
+	return kept, err
+}
+
+// ensureTimeout bounds an Ensure, which holds a database connection and the tenant's lock
+// while it waits for the cache to show its own writes (milliseconds, normally). One that
+// times out fails the operation, which is retried.
+const ensureTimeout = 30 * time.Second
+
+func (p *Projects) ensure(ctx context.Context, tx bun.Tx, tenantID string, gone []string) ([]string, error) {
+	served, err := p.Store.TenantServedBy(ctx, tx, tenantID, p.Identity.InstanceID)
 	if err != nil {
 		return nil, fmt.Errorf("checking whether the tenant is served here: %w", err)
 	}
-	apps, err := p.Store.ListApplications(ctx, p.DB, tenantID)
+	apps, err := p.Store.ListApplications(ctx, tx, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("listing the tenant's applications: %w", err)
 	}
-	envs, err := p.Store.ListAppProjectDestinations(ctx, p.DB, tenantID)
+	envs, err := p.Store.ListAppProjectDestinations(ctx, tx, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("listing the tenant's AppProject destinations: %w", err)
 	}
-	repos, err := p.Store.ListAppProjectRepositories(ctx, p.DB, tenantID)
+	repos, err := p.Store.ListAppProjectRepositories(ctx, tx, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("listing the tenant's AppProject repositories: %w", err)
 	}
+	// Applications are written through another client: there are no writes of this one
+	// to wait for.
 	var reader client.Reader = p.Client
 	if !served && p.APIReader != nil {
 		reader = p.APIReader
 	}
 	list := &argov1alpha1.ApplicationList{}
-	if err := reader.List(ctx, list, client.InNamespace(p.Identity.Namespace),
+	if err := reader.List(ctx, list, client.InNamespace(p.Identity.Namespace), client.DisableReadYourWritesConsistency,
 		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantID: tenantID}); err != nil {
 		return nil, fmt.Errorf("listing the tenant's Argo CD Applications: %w", err)
 	}
@@ -160,12 +179,6 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 			return nil, err
 		}
 	}
-	if !served && len(kept) == 0 {
-		if err := p.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(p.Identity.Namespace),
-			client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantID: tenantID}); err != nil {
-			return nil, fmt.Errorf("deleting the Secrets of a tenant served elsewhere: %w", err)
-		}
-	}
 	return kept, nil
 }
 
@@ -179,47 +192,12 @@ func (p *Projects) deleteIfPresent(ctx context.Context, project *argov1alpha1.Ap
 		return nil
 	}
 	if err == nil {
-		err = client.IgnoreNotFound(p.Client.Delete(ctx, project))
+		err = client.IgnoreNotFound(p.Client.Delete(ctx, present))
 	}
 	if err != nil {
 		return fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
 	}
-	return p.settle(ctx, project, func(cached *argov1alpha1.AppProject, found bool) bool {
-		return !found || cached.UID != present.UID || !cached.DeletionTimestamp.IsZero()
-	})
-}
-
-// cacheSettleTimeout bounds settle. The cache lags by milliseconds; one that does not
-// catch up in time is left to the next Ensure and, failing it, to the sweep.
-const cacheSettleTimeout = 5 * time.Second
-
-// settle waits until the cache shows the AppProject as this Ensure left it (shows(cached,
-// found) is true). The next Ensure of the tenant may start the moment the lock is released,
-// and decides from the cache: a deletion it still saw as present would leave a project the
-// tenant needs again deleted ("up to date"), and a spec it saw as already wanted would not
-// be written back.
-func (p *Projects) settle(ctx context.Context, project *argov1alpha1.AppProject, shows func(cached *argov1alpha1.AppProject, found bool) bool) error {
-	deadline := time.Now().Add(cacheSettleTimeout)
-	for {
-		cached := &argov1alpha1.AppProject{}
-		err := p.Client.Get(ctx, client.ObjectKeyFromObject(project), cached)
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("reading AppProject %s: %w", project.Name, err)
-		}
-		if shows(cached, err == nil) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			ctrl.LoggerFrom(ctx).Info("The cache did not show an AppProject change in time", "appProject", project.Name,
-				"timeout", cacheSettleTimeout)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	return nil
 }
 
 // write makes the AppProject say what want says, writing only when it does not. A project
@@ -233,7 +211,7 @@ func (p *Projects) write(ctx context.Context, want *argov1alpha1.AppProject) err
 		if err := ssa.Apply(ctx, p.Client, want); err != nil {
 			return fmt.Errorf("applying AppProject %s: %w", want.Name, err)
 		}
-		return p.settle(ctx, want, func(_ *argov1alpha1.AppProject, found bool) bool { return found })
+		return nil
 	case err != nil:
 		return fmt.Errorf("reading AppProject %s: %w", want.Name, err)
 	case upToDate(have, want):
@@ -252,14 +230,12 @@ func (p *Projects) write(ctx context.Context, want *argov1alpha1.AppProject) err
 	for k, v := range want.Annotations {
 		have.Annotations[k] = v
 	}
-	before := have.ResourceVersion
+	// The resource version read makes this an optimistic write: a project changed since
+	// conflicts, and the operation is retried from a fresh read.
 	if err := p.Client.Update(ctx, have, client.FieldOwner(argocd.FieldManager)); err != nil {
 		return fmt.Errorf("updating AppProject %s: %w", want.Name, err)
 	}
-	// This write, or a later one by someone else: either way no longer the version read.
-	return p.settle(ctx, have, func(cached *argov1alpha1.AppProject, found bool) bool {
-		return !found || cached.ResourceVersion != before
-	})
+	return nil
 }
 
 // upToDate reports whether the AppProject already says what want says, so that an

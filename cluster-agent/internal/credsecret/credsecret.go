@@ -12,40 +12,53 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
+	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/kubeconfig"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/tenantlock"
 )
 
 // Store is the part of the database the handlers use.
 type Store interface {
 	GetManagedEnvironmentCredentials(ctx context.Context, idb bun.IDB, tenantID, envID string) (*db.ClusterCredentials, error)
 	GetRepositoryCredential(ctx context.Context, idb bun.IDB, tenantID, id string) (*db.RepositoryCredential, error)
-	TenantServedBy(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (bool, error)
+	GetTenant(ctx context.Context, idb bun.IDB, id string) (*db.Tenant, error)
 	ExistingRepositoryCredentialIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
+	WithTenantLock(ctx context.Context, idb bun.IDB, tenantID string, fn func(ctx context.Context, tx bun.Tx) error) error
 }
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create;update;patch;delete
 
+// DefaultPollInterval is how often a cluster Secret kept for a tenant served elsewhere is
+// looked at again.
+const DefaultPollInterval = 2 * time.Second
+
 // Clusters carries out ManagedEnvironment operations (resource id: the managed
-// environment's id; the tenant is the operation's owner).
+// environment's id; the tenant is the operation's owner). A tenant's operations run under
+// its advisory lock (Store.WithTenantLock), one at a time with its AppProject operations.
 type Clusters struct {
-	Client   client.Client
-	DB       bun.IDB
-	Store    Store
-	Identity engine.Identity
-	// Tenants serialises the work on each tenant's objects with the other handlers.
-	Tenants *tenantlock.Locks
+	Client client.Client
+	// APIReader reads the tenant's AppProjects from the API server when the tenant is
+	// served elsewhere: their deletion, just made under the same lock, may not be in the
+	// cache yet.
+	APIReader client.Reader
+	DB        bun.IDB
+	Store     Store
+	Identity  engine.Identity
+	// PollInterval is how often a cluster Secret kept for a tenant served elsewhere is
+	// looked at again (default DefaultPollInterval).
+	PollInterval time.Duration
 }
 
 var _ operation.Handler = (*Clusters)(nil)
@@ -62,8 +75,18 @@ func (c *Clusters) Handle(ctx context.Context, t operation.Target) (operation.Ou
 	if t.TenantID == "" {
 		return gone()
 	}
-	defer c.Tenants.Lock(t.TenantID)()
-	creds, err := c.Store.GetManagedEnvironmentCredentials(ctx, c.DB, t.TenantID, t.ResourceID)
+	var outcome operation.Outcome
+	err := c.Store.WithTenantLock(ctx, c.DB, t.TenantID, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		outcome, err = c.handle(ctx, tx, t, gone)
+		return err
+	})
+	return outcome, err
+}
+
+func (c *Clusters) handle(ctx context.Context, tx bun.Tx, t operation.Target, gone func() (operation.Outcome, error)) (operation.Outcome, error) {
+	name := argocd.ClusterSecretName(t.ResourceID)
+	creds, err := c.Store.GetManagedEnvironmentCredentials(ctx, tx, t.TenantID, t.ResourceID)
 	switch {
 	case notFound(err):
 		return gone()
@@ -73,15 +96,14 @@ func (c *Clusters) Handle(ctx context.Context, t operation.Target) (operation.Ou
 		}
 		return operation.Outcome{}, fmt.Errorf("reading the managed environment's credentials: %w", err)
 	}
-	served, err := c.Store.TenantServedBy(ctx, c.DB, t.TenantID, c.Identity.InstanceID)
-	if err != nil {
-		return operation.Outcome{}, fmt.Errorf("checking whether the tenant is served here: %w", err)
-	}
-	if !served {
-		if err := deleteSecret(ctx, c.Client, c.Identity.Namespace, name); err != nil {
-			return operation.Outcome{}, err
-		}
-		return operation.Completed(fmt.Sprintf("cluster Secret %s deleted: the tenant is served by another engine instance", name)), nil
+	tenant, err := c.Store.GetTenant(ctx, tx, t.TenantID)
+	switch {
+	case notFound(err):
+		return gone()
+	case err != nil:
+		return operation.Outcome{}, fmt.Errorf("reading the tenant: %w", err)
+	case tenant.EngineInstanceID != c.Identity.InstanceID:
+		return c.leave(ctx, t.TenantID, name)
 	}
 	cluster, problem := ClusterFromCredentials(t.ResourceID, t.TenantID, creds)
 	if problem != "" {
@@ -95,6 +117,34 @@ func (c *Clusters) Handle(ctx context.Context, t operation.Target) (operation.Ou
 		return operation.Outcome{}, err
 	}
 	return operation.Completed(fmt.Sprintf("cluster Secret %s is up to date", name)), nil
+}
+
+// leave deletes the cluster Secret of a tenant placed on another engine instance once the
+// tenant has no AppProject here: until then an Argo CD Application of it here may still
+// need the cluster (to prune, or while it waits to be let go during the tenant's move; the
+// AppProject operations delete the projects once no Application needs them).
+func (c *Clusters) leave(ctx context.Context, tenantID, name string) (operation.Outcome, error) {
+	for _, project := range []string{argocd.AppProjectName(tenantID), argocd.RemoteAppProjectName(tenantID)} {
+		err := c.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Identity.Namespace, Name: project}, &argov1alpha1.AppProject{})
+		switch {
+		case err == nil:
+			return operation.Waiting(fmt.Sprintf("cluster Secret %s kept while AppProject %s remains: the tenant is placed on another engine instance, "+
+				"but its Argo CD Applications here may still need the cluster", name, project), c.poll()), nil
+		case !apierrors.IsNotFound(err):
+			return operation.Outcome{}, fmt.Errorf("reading AppProject %s: %w", project, err)
+		}
+	}
+	if err := deleteSecret(ctx, c.Client, c.Identity.Namespace, name); err != nil {
+		return operation.Outcome{}, err
+	}
+	return operation.Completed(fmt.Sprintf("cluster Secret %s deleted: the tenant is placed on another engine instance", name)), nil
+}
+
+func (c *Clusters) poll() time.Duration {
+	if c.PollInterval > 0 {
+		return c.PollInterval
+	}
+	return DefaultPollInterval
 }
 
 // noCredentials says that a managed environment's stored credentials give Argo CD nothing
@@ -156,14 +206,13 @@ func ClusterFromCredentials(envID, tenantID string, creds *db.ClusterCredentials
 }
 
 // Repositories carries out RepositoryCredential operations (resource id: the repository
-// credential's id; the tenant is the operation's owner).
+// credential's id; the tenant is the operation's owner). A tenant's operations run under
+// its advisory lock (Store.WithTenantLock), one at a time with its AppProject operations.
 type Repositories struct {
 	Client   client.Client
 	DB       bun.IDB
 	Store    Store
 	Identity engine.Identity
-	// Tenants serialises the work on each tenant's objects with the other handlers.
-	Tenants *tenantlock.Locks
 }
 
 var _ operation.Handler = (*Repositories)(nil)
@@ -192,8 +241,18 @@ func (r *Repositories) Handle(ctx context.Context, t operation.Target) (operatio
 		}
 		return remove("the repository credential no longer exists")
 	}
-	defer r.Tenants.Lock(t.TenantID)()
-	cred, err := r.Store.GetRepositoryCredential(ctx, r.DB, t.TenantID, t.ResourceID)
+	var outcome operation.Outcome
+	err := r.Store.WithTenantLock(ctx, r.DB, t.TenantID, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		outcome, err = r.handle(ctx, tx, t, remove)
+		return err
+	})
+	return outcome, err
+}
+
+func (r *Repositories) handle(ctx context.Context, tx bun.Tx, t operation.Target, remove func(why string) (operation.Outcome, error)) (operation.Outcome, error) {
+	names := []string{argocd.RepositorySecretName(t.ResourceID), argocd.RemoteRepositorySecretName(t.ResourceID)}
+	cred, err := r.Store.GetRepositoryCredential(ctx, tx, t.TenantID, t.ResourceID)
 	switch {
 	case notFound(err):
 		return remove("the repository credential no longer exists")

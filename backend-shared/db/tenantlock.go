@@ -1,0 +1,24 @@
+package db
+
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+)
+
+// tenantLockClass is the first key of the advisory locks that serialise the work on one
+// tenant's Argo CD objects (the second is a hash of the tenant's id).
+const tenantLockClass = 0x74656e // "ten"
+
+// WithTenantLock runs fn in a transaction that holds the advisory lock of tenantID until it
+// ends. The cluster-agent's handlers of a tenant's AppProjects and credential Secrets take
+// it, so that each reads the tenant's rows and writes its objects while no other worker, in
+// this process or another, acts on reads made before those writes. fn reads through tx.
+func (s *Store) WithTenantLock(ctx context.Context, idb bun.IDB, tenantID string, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return idb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, hashtext(?))", tenantLockClass, tenantID); err != nil {
+			return translate(err)
+		}
+		return fn(ctx, tx)
+	})
+}

@@ -1,0 +1,62 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/uptrace/bun"
+)
+
+func TestWithTenantLockSerialisesOneTenantOnly(t *testing.T) {
+	t.Parallel()
+	g, f := g(t), newFixture(t)
+	tenant, other := newUID(), newUID()
+
+	// hold takes the lock of a tenant in the background: entered closes once it has it,
+	// and it keeps it until release closes.
+	hold := func(tenantID string, release <-chan struct{}) (entered chan struct{}, done chan error) {
+		entered, done = make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- f.store.WithTenantLock(f.ctx, f.db, tenantID, func(context.Context, bun.Tx) error {
+				close(entered)
+				<-release
+				return nil
+			})
+		}()
+		return entered, done
+	}
+	releaseFirst := make(chan struct{})
+	first, firstDone := hold(tenant, releaseFirst)
+	g.Eventually(first).Should(BeClosed())
+
+	// Another tenant is not held up; the same tenant is, until the first holder commits.
+	released := make(chan struct{})
+	close(released)
+	otherEntered, otherDone := hold(other, released)
+	g.Eventually(otherEntered, 5*time.Second).Should(BeClosed())
+	g.Eventually(otherDone).Should(Receive(BeNil()))
+
+	second, secondDone := hold(tenant, released)
+	g.Consistently(second, 500*time.Millisecond).ShouldNot(BeClosed())
+	close(releaseFirst)
+	g.Eventually(firstDone).Should(Receive(BeNil()))
+	g.Eventually(second, 5*time.Second).Should(BeClosed())
+	g.Eventually(secondDone).Should(Receive(BeNil()))
+}
+
+func TestWithTenantLockReturnsTheErrorOfItsWork(t *testing.T) {
+	t.Parallel()
+	g, f := g(t), newFixture(t)
+	tenant := newUID()
+	failed := errors.New("the work failed")
+	g.Expect(f.store.WithTenantLock(f.ctx, f.db, tenant, func(context.Context, bun.Tx) error { return failed })).
+		To(MatchError(failed))
+
+	// The lock went with the rolled-back transaction.
+	ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+	defer cancel()
+	g.Expect(f.store.WithTenantLock(ctx, f.db, tenant, func(context.Context, bun.Tx) error { return nil })).To(Succeed())
+}
