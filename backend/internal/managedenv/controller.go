@@ -57,8 +57,8 @@ type Reconciler struct {
 	Tenancy  *tenancy.Resolver
 	Signal   *opsignal.Signaller
 	Recorder record.EventRecorder
-	// Queue hands the controller's workqueue to the sweep, which requeues environments
-	// without rows.
+	// Queue hands the controller's workqueue to the sweep, which puts the names of gone
+	// environments and environments without rows into it.
 	Queue notifyroute.Queue
 	// MaxConcurrentReconciles is how many environments are reconciled at once (0: 1), so
 	// that one tenant's slow cluster does not hold up the others.

@@ -26,6 +26,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/internal/crcleanup"
 	"github.com/gitops-service/gitops-service/backend/internal/jitter"
+	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
 	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 	"github.com/gitops-service/gitops-service/backend/internal/tenantcap"
@@ -58,6 +59,9 @@ type Reconciler struct {
 	Tenancy  *tenancy.Resolver
 	Signal   *opsignal.Signaller
 	Recorder record.EventRecorder
+	// Queue hands the controller's workqueue to the sweep, which puts the names of gone
+	// credentials and credentials without rows into it.
+	Queue notifyroute.Queue
 	// CABundle, when not nil, holds PEM certificates trusted (besides the system's) when
 	// validating https:// repositories.
 	CABundle []byte
@@ -89,6 +93,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentRepositoryCredential{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentRepositoryCredentialList{} }, SecretIndex))).
+		WatchesRawSource(r.Queue.Source()).
 		WatchesRawSource(limiter.Source()).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("gitopsdeploymentrepositorycredential").

@@ -57,7 +57,7 @@ const (
 var (
 	removedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gitops_backend_sweep_removed_total",
-		Help: "Rows the periodic sweep removed because their CR (or, for kind Tenant, their namespace) no longer exists, by kind.",
+		Help: "Rows the periodic sweep removed, or handed to their controller to remove, because their CR (or, for kind Tenant, their namespace) no longer exists, by kind.",
 	}, []string{"kind"})
 	requeuedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gitops_backend_sweep_requeued_total",
@@ -88,21 +88,21 @@ type Store interface {
 type Kind struct {
 	// New returns an empty CR of the kind.
 	New func() client.Object
-	// Reconciler is the kind's controller. Reconciling the name of a CR that does not
-	// exist is its deletion path: it removes the rows of every incarnation of that name
-	// and signals the Operations, exactly as on a deletion event.
-	Reconciler reconcile.Reconciler
+	// Queue is the workqueue of the kind's controller. The name of a CR that no longer
+	// exists goes into it: reconciling it is the controller's deletion path, which removes
+	// the rows of every incarnation of that name and signals the Operations, exactly as on
+	// a deletion event.
+	Queue *notifyroute.Queue
 	// Remover, if set, removes the rows of an earlier incarnation of a CR that exists again
 	// under the same name (a crcleanup.Remover keeping the live UID). Without one, such rows
 	// are left to the controller, which removes them when it reconciles the new CR.
 	Remover *crcleanup.Remover
-	// NewList and Queue, if set, let the sweep check the other way round: a CR of the kind
-	// that has no row although it was created before the run started goes back into the
+	// NewList, if set, lets the sweep check the other way round: a CR of the kind that has
+	// no row although it was created before the run started goes back into the
 	// controller's queue. Its rows were lost (a database restored from a backup, or failed
 	// over to an asynchronous replica, loses the last committed transactions), or the
 	// controller keeps failing on it; either way, reconciling it again is what fixes it.
 	NewList func() client.ObjectList
-	Queue   *notifyroute.Queue
 }
 
 // Sweeper is the Runnable.
@@ -136,7 +136,8 @@ func (s *Sweeper) Task() *periodic.Task {
 
 // Result counts what one run did.
 type Result struct {
-	// Checked rows and tenants; Removed by kind; Skipped because of an error (retried next run).
+	// Checked rows and tenants; Removed by kind (rows of gone CRs: handed to their
+	// controller, which removes them); Skipped because of an error (retried next run).
 	Checked int
 	Removed map[string]int
 	Skipped int
@@ -177,7 +178,7 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 func (s *Sweeper) requeueUnmapped(ctx context.Context, res *Result, start time.Time) error {
 	var errs []error
 	for name, kind := range s.Kinds {
-		if kind.NewList == nil || kind.Queue == nil {
+		if kind.NewList == nil {
 			continue
 		}
 		list := kind.NewList()
@@ -372,7 +373,8 @@ func (s *Sweeper) sweepAPICRs(ctx context.Context, res *Result) error {
 	}
 }
 
-// sweepRow removes the rows of r if its CR is gone.
+// sweepRow has the rows of r removed if its CR is gone: by its controller, or, for an
+// earlier incarnation of a CR that exists again, by the kind's Remover.
 func (s *Sweeper) sweepRow(ctx context.Context, res *Result, r row) {
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", r.kind, "namespace", r.namespace, "name", r.name, "uid", r.uid)
 	res.Checked++
@@ -393,7 +395,10 @@ func (s *Sweeper) sweepRow(ctx context.Context, res *Result, r row) {
 		return
 	case liveUID == "":
 		// The controller's deletion path, as on a deletion event.
-		_, err = kind.Reconciler.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.namespace, Name: r.name}})
+		kind.Queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.namespace, Name: r.name}})
+		log.Info("Handed the rows of a gone CR to its controller")
+		res.Removed[r.kind]++
+		return
 	case kind.Remover != nil:
 		err = kind.Remover.Remove(ctx, r.namespace, r.name, liveUID)
 	default:
