@@ -101,31 +101,6 @@ func (s *Store) GetApplication(ctx context.Context, idb bun.IDB, tenantID, id st
 	return app, nil
 }
 
-// GetApplicationByDeploymentUID returns the tenant's application of a GitOpsDeployment.
-func (s *Store) GetApplicationByDeploymentUID(ctx context.Context, idb bun.IDB, tenantID, deploymentUID string) (*Application, error) {
-	app := new(Application)
-	err := idb.NewSelect().Model(app).
-		Join("JOIN deployment_application_mappings AS dam ON dam.application_id = app.id AND dam.tenant_id = app.tenant_id").
-		Where("app.tenant_id = ? AND dam.deployment_uid = ?", tenantID, deploymentUID).
-		Scan(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("application of GitOpsDeployment %s: %w", deploymentUID, translate(err))
-	}
-	return app, nil
-}
-
-// GetApplicationByName returns an application of an engine instance by Argo CD name: how
-// the cluster-agent, which sees Argo CD Applications, finds rows. Scoped by engine
-// instance, the cluster-agent's unit of access.
-func (s *Store) GetApplicationByName(ctx context.Context, idb bun.IDB, engineInstanceID, name string) (*Application, error) {
-	app := new(Application)
-	err := idb.NewSelect().Model(app).Where("app.engine_instance_id = ? AND app.name = ?", engineInstanceID, name).Scan(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("application %s: %w", name, translate(err))
-	}
-	return app, nil
-}
-
 // GetApplicationForEngineInstance returns an application by id, scoped by engine instance
 // (the cluster-agent acting on an Operation).
 func (s *Store) GetApplicationForEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID, id string) (*Application, error) {
@@ -141,14 +116,6 @@ func (s *Store) GetApplicationForEngineInstance(ctx context.Context, idb bun.IDB
 func (s *Store) ListApplications(ctx context.Context, idb bun.IDB, tenantID string) ([]Application, error) {
 	var apps []Application
 	err := idb.NewSelect().Model(&apps).Where("app.tenant_id = ?", tenantID).Order("app.name").Scan(ctx)
-	return apps, translate(err)
-}
-
-// ListApplicationsByEngineInstance returns the applications an engine instance runs (the
-// cluster-agent's resync).
-func (s *Store) ListApplicationsByEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]Application, error) {
-	var apps []Application
-	err := idb.NewSelect().Model(&apps).Where("app.engine_instance_id = ?", engineInstanceID).Order("app.name").Scan(ctx)
 	return apps, translate(err)
 }
 

@@ -37,18 +37,6 @@ func (s *Store) AddAppProjectRepository(ctx context.Context, idb bun.IDB, tenant
 	return n == 1, err
 }
 
-// RemoveAppProjectRepository removes a source repository from the tenant's AppProject and
-// reports whether it was there.
-func (s *Store) RemoveAppProjectRepository(ctx context.Context, idb bun.IDB, tenantID, repositoryURL string) (removed bool, err error) {
-	res, err := idb.NewDelete().Model((*AppProjectRepository)(nil)).
-		Where("tenant_id = ? AND repository_url = ?", tenantID, repositoryURL).Exec(ctx)
-	if err != nil {
-		return false, translateDelete(err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
-}
-
 // ListAppProjectRepositories returns the source repositories of the tenant's AppProject.
 func (s *Store) ListAppProjectRepositories(ctx context.Context, idb bun.IDB, tenantID string) ([]string, error) {
 	var urls []string

@@ -124,16 +124,3 @@ func (s *Store) GetApplicationState(ctx context.Context, idb bun.IDB, tenantID, 
 	}
 	return st, nil
 }
-
-// DeleteApplicationState deletes the state of an engine instance's application (the
-// cluster-agent, when the Argo CD Application is gone).
-func (s *Store) DeleteApplicationState(ctx context.Context, idb bun.IDB, engineInstanceID, applicationID string) error {
-	res, err := idb.NewDelete().Model((*ApplicationState)(nil)).
-		Where("application_id = ?", applicationID).
-		Where("application_id IN (SELECT id FROM applications WHERE engine_instance_id = ?)", engineInstanceID).
-		Exec(ctx)
-	if err != nil {
-		return translateDelete(err)
-	}
-	return notFoundIfNone(res, "state of application "+applicationID)
-}

@@ -154,13 +154,3 @@ func (s *Store) updateClusterCredentials(ctx context.Context, idb bun.IDB, c *Cl
 	c.CreatedAt, c.UpdatedAt = row.CreatedAt, row.UpdatedAt
 	return nil
 }
-
-// DeleteClusterCredentials deletes credentials by id; ErrReferenced while an environment
-// or engine cluster uses them (those delete their credentials themselves).
-func (s *Store) DeleteClusterCredentials(ctx context.Context, idb bun.IDB, id string) error {
-	res, err := idb.NewDelete().Model((*clusterCredentialsRow)(nil)).Where("id = ?", id).Exec(ctx)
-	if err != nil {
-		return translateDelete(err)
-	}
-	return notFoundIfNone(res, "cluster credentials "+id)
-}

@@ -81,16 +81,6 @@ func (s *Store) ListEngineClusters(ctx context.Context, idb bun.IDB) ([]EngineCl
 	return cs, translate(err)
 }
 
-// DeleteEngineCluster deletes an engine cluster and its credentials; ErrReferenced while
-// it has engine instances.
-func (s *Store) DeleteEngineCluster(ctx context.Context, idb bun.IDB, id string) error {
-	res, err := idb.NewDelete().Model((*EngineCluster)(nil)).Where("id = ?", id).Exec(ctx)
-	if err != nil {
-		return translateDelete(err)
-	}
-	return notFoundIfNone(res, "engine cluster "+id)
-}
-
 // CreateEngineInstance inserts an engine instance and fills in its id and defaults.
 func (s *Store) CreateEngineInstance(ctx context.Context, idb bun.IDB, ei *EngineInstance) error {
 	_, err := idb.NewInsert().Model(ei).ExcludeColumn("id", "created_at", "updated_at").Returning("*").Exec(ctx)

@@ -34,23 +34,6 @@ func (s *Store) CreateManagedEnvironment(ctx context.Context, idb bun.IDB, env *
 	})
 }
 
-// GetManagedEnvironment returns one of the tenant's managed environments.
-func (s *Store) GetManagedEnvironment(ctx context.Context, idb bun.IDB, tenantID, id string) (*ManagedEnvironment, error) {
-	env := new(ManagedEnvironment)
-	err := idb.NewSelect().Model(env).Where("menv.tenant_id = ? AND menv.id = ?", tenantID, id).Scan(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("managed environment %s: %w", id, translate(err))
-	}
-	return env, nil
-}
-
-// ListManagedEnvironments returns the tenant's managed environments.
-func (s *Store) ListManagedEnvironments(ctx context.Context, idb bun.IDB, tenantID string) ([]ManagedEnvironment, error) {
-	var envs []ManagedEnvironment
-	err := idb.NewSelect().Model(&envs).Where("menv.tenant_id = ?", tenantID).Order("menv.name", "menv.id").Scan(ctx)
-	return envs, translate(err)
-}
-
 // GetManagedEnvironmentCredentials returns the decrypted credentials of one of the
 // tenant's managed environments.
 func (s *Store) GetManagedEnvironmentCredentials(ctx context.Context, idb bun.IDB, tenantID, envID string) (*ClusterCredentials, error) {

@@ -60,34 +60,6 @@ func (s *Store) ListDeploymentMappingsByName(ctx context.Context, idb bun.IDB, t
 	return ms, translate(err)
 }
 
-// ListDeploymentMappings returns all of the tenant's mappings (the periodic sweep).
-func (s *Store) ListDeploymentMappings(ctx context.Context, idb bun.IDB, tenantID string) ([]DeploymentMapping, error) {
-	var ms []DeploymentMapping
-	err := idb.NewSelect().Model(&ms).Where("dam.tenant_id = ?", tenantID).Order("dam.deployment_uid").Scan(ctx)
-	return ms, translate(err)
-}
-
-// GetDeploymentMappingByApplication returns the mapping of an application. Not
-// tenant-scoped: it is how the backend goes from an application_state_changed
-// notification (an application id) to the tenant's GitOpsDeployment.
-func (s *Store) GetDeploymentMappingByApplication(ctx context.Context, idb bun.IDB, applicationID string) (*DeploymentMapping, error) {
-	m := new(DeploymentMapping)
-	if err := idb.NewSelect().Model(m).Where("dam.application_id = ?", applicationID).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("mapping of application %s: %w", applicationID, translate(err))
-	}
-	return m, nil
-}
-
-// DeleteDeploymentMapping deletes the tenant's mapping of a GitOpsDeployment UID (the
-// application stays; DeleteApplicationByDeploymentUID removes both).
-func (s *Store) DeleteDeploymentMapping(ctx context.Context, idb bun.IDB, tenantID, deploymentUID string) error {
-	res, err := idb.NewDelete().Model((*DeploymentMapping)(nil)).Where("tenant_id = ? AND deployment_uid = ?", tenantID, deploymentUID).Exec(ctx)
-	if err != nil {
-		return translateDelete(err)
-	}
-	return notFoundIfNone(res, "mapping of GitOpsDeployment "+deploymentUID)
-}
-
 // APIResourceType is the kind of an API CR that maps to a row.
 type APIResourceType string
 

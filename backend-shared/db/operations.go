@@ -159,15 +159,6 @@ func (s *Store) HasOperations(ctx context.Context, idb bun.IDB, engineInstanceID
 	return exists, translate(err)
 }
 
-// DeleteOperation deletes an operation.
-func (s *Store) DeleteOperation(ctx context.Context, idb bun.IDB, id string) error {
-	res, err := idb.NewDelete().Model((*Operation)(nil)).Where("id = ?", id).Exec(ctx)
-	if err != nil {
-		return translateDelete(err)
-	}
-	return notFoundIfNone(res, "operation "+id)
-}
-
 // GarbageCollectOperations deletes up to limit finished operations whose expiry is at or
 // before now and returns them, so that the caller deletes their Operation CRs too (named
 // after the id, in the engine instance's namespace). Rows locked by another collector are

@@ -102,23 +102,6 @@ func (s *Store) GetRepositoryCredential(ctx context.Context, idb bun.IDB, tenant
 	return s.openRepositoryCredential(row)
 }
 
-// ListRepositoryCredentials returns the tenant's repository credentials, decrypted.
-func (s *Store) ListRepositoryCredentials(ctx context.Context, idb bun.IDB, tenantID string) ([]RepositoryCredential, error) {
-	var rows []repositoryCredentialRow
-	if err := idb.NewSelect().Model(&rows).Where("rcred.tenant_id = ?", tenantID).Order("rcred.repository_url", "rcred.id").Scan(ctx); err != nil {
-		return nil, translate(err)
-	}
-	out := make([]RepositoryCredential, 0, len(rows))
-	for i := range rows {
-		c, err := s.openRepositoryCredential(&rows[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *c)
-	}
-	return out, nil
-}
-
 // UpdateRepositoryCredential replaces the URL, engine instance and secrets of one of
 // tenant c.TenantID's credentials (re-encrypting under the primary key).
 func (s *Store) UpdateRepositoryCredential(ctx context.Context, idb bun.IDB, c *RepositoryCredential) error {

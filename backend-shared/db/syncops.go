@@ -57,14 +57,6 @@ func (s *Store) GetSyncOperation(ctx context.Context, idb bun.IDB, tenantID, id 
 	return op, nil
 }
 
-// ListSyncOperationsByApplication returns the tenant's sync operations of an application.
-func (s *Store) ListSyncOperationsByApplication(ctx context.Context, idb bun.IDB, tenantID, applicationID string) ([]SyncOperation, error) {
-	var ops []SyncOperation
-	err := idb.NewSelect().Model(&ops).Where("syncop.tenant_id = ? AND syncop.application_id = ?", tenantID, applicationID).
-		Order("syncop.created_at", "syncop.id").Scan(ctx)
-	return ops, translate(err)
-}
-
 // UpdateSyncOperationDesiredState sets the desired state of one of the tenant's sync
 // operations (Terminated when the SyncRun is deleted mid-sync).
 func (s *Store) UpdateSyncOperationDesiredState(ctx context.Context, idb bun.IDB, tenantID, id string, state SyncDesiredState) error {
@@ -94,13 +86,4 @@ func (s *Store) RecordSyncResult(ctx context.Context, idb bun.IDB, applicationID
 		Where("id = ? AND application_id = ? AND result_phase = ''", id, applicationID).
 		Exec(ctx)
 	return translate(err)
-}
-
-// DeleteSyncOperation deletes one of the tenant's sync operations and its CR mapping.
-func (s *Store) DeleteSyncOperation(ctx context.Context, idb bun.IDB, tenantID, id string) error {
-	res, err := idb.NewDelete().Model((*SyncOperation)(nil)).Where("tenant_id = ? AND id = ?", tenantID, id).Exec(ctx)
-	if err != nil {
-		return translateDelete(err)
-	}
-	return notFoundIfNone(res, "sync operation "+id)
 }
