@@ -75,13 +75,9 @@ func (c *Clusters) Handle(ctx context.Context, t operation.Target) (operation.Ou
 	if t.TenantID == "" {
 		return gone()
 	}
-	var outcome operation.Outcome
-	err := c.Store.WithTenantLock(ctx, c.DB, t.TenantID, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		outcome, err = c.handle(ctx, tx, t, gone)
-		return err
+	return underTenantLock(ctx, c.Store, c.DB, t.TenantID, func(ctx context.Context, tx bun.Tx) (operation.Outcome, error) {
+		return c.handle(ctx, tx, t, gone)
 	})
-	return outcome, err
 }
 
 func (c *Clusters) handle(ctx context.Context, tx bun.Tx, t operation.Target, gone func() (operation.Outcome, error)) (operation.Outcome, error) {
@@ -241,13 +237,9 @@ func (r *Repositories) Handle(ctx context.Context, t operation.Target) (operatio
 		}
 		return remove("the repository credential no longer exists")
 	}
-	var outcome operation.Outcome
-	err := r.Store.WithTenantLock(ctx, r.DB, t.TenantID, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		outcome, err = r.handle(ctx, tx, t, remove)
-		return err
+	return underTenantLock(ctx, r.Store, r.DB, t.TenantID, func(ctx context.Context, tx bun.Tx) (operation.Outcome, error) {
+		return r.handle(ctx, tx, t, remove)
 	})
-	return outcome, err
 }
 
 func (r *Repositories) handle(ctx context.Context, tx bun.Tx, t operation.Target, remove func(why string) (operation.Outcome, error)) (operation.Outcome, error) {
@@ -279,6 +271,19 @@ func (r *Repositories) handle(ctx context.Context, tx bun.Tx, t operation.Target
 		}
 	}
 	return operation.Completed(fmt.Sprintf("repository Secrets %s are up to date", strings.Join(names, " and "))), nil
+}
+
+// underTenantLock runs handle in a transaction holding the tenant's advisory lock (see
+// Store.WithTenantLock), through which handle reads the rows.
+func underTenantLock(ctx context.Context, store Store, idb bun.IDB, tenantID string,
+	handle func(ctx context.Context, tx bun.Tx) (operation.Outcome, error)) (operation.Outcome, error) {
+	var outcome operation.Outcome
+	err := store.WithTenantLock(ctx, idb, tenantID, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		outcome, err = handle(ctx, tx)
+		return err
+	})
+	return outcome, err
 }
 
 // decryptionProblem is the user-facing message of an error decrypting credentials, or ""
