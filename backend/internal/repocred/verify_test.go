@@ -1,0 +1,250 @@
+package repocred
+
+import (
+	"context"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/outcome"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
+)
+
+const (
+	gitUser     = "jane"
+	gitPassword = "pat-0123456789"
+)
+
+// gitRepositories makes, under a new root, a bare repository repo.git with one commit and an
+// empty one, empty.git; it returns the root and the environment git runs with.
+func gitRepositories(t *testing.T) (string, []string) {
+	t.Helper()
+	root, work := t.TempDir(), t.TempDir()
+	env := append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=test", "GIT_AUTHOR_EMAIL=test@example.com",
+		"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.com")
+	run := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run(root, "init", "--bare", "repo.git")
+	run(root, "init", "--bare", "empty.git")
+	run(work, "init", "-b", "main")
+	if err := os.WriteFile(filepath.Join(work, "README"), []byte("hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(work, "add", "README")
+	run(work, "commit", "-m", "initial")
+	run(work, "push", filepath.Join(root, "repo.git"), "main")
+	return root, env
+}
+
+// httpsGitServer serves root with git's own http-backend over TLS on loopback, to gitUser
+// with gitPassword, as a Git host serves a private repository.
+func httpsGitServer(t *testing.T, root string, env []string) *httptest.Server {
+	t.Helper()
+	cmd := exec.Command("git", "--exec-path")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := &cgi.Handler{
+		Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=" + gitUser},
+	}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != gitUser || p != gitPassword {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Verify against a real Git server over https: each answer of the server becomes the
+// condition the user guide names.
+func TestVerifyHTTPS(t *testing.T) {
+	root, env := gitRepositories(t)
+	srv := httpsGitServer(t, root, env)
+	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	good := &Credentials{Username: []byte(gitUser), Password: []byte(gitPassword)}
+
+	// A port nobody listens on: listen, note the address, close.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := ln.Addr().String()
+	_ = ln.Close()
+
+	tests := []struct {
+		name       string
+		repository string
+		creds      *Credentials
+		caBundle   []byte
+		// reason is "" for a valid credential.
+		reason  string
+		message string
+	}{
+		{name: "valid", repository: srv.URL + "/repo.git", creds: good, caBundle: caBundle},
+		// An empty repository is still a repository the credentials give access to.
+		{name: "an empty repository", repository: srv.URL + "/empty.git", creds: good, caBundle: caBundle},
+		{name: "a wrong password", repository: srv.URL + "/repo.git", creds: &Credentials{Username: []byte(gitUser), Password: []byte("wrong-pw")},
+			caBundle: caBundle, reason: v1.RepositoryCredentialReasonInvalidCredentials,
+			message: "the repository " + srv.URL + "/repo.git refused the credentials in the Secret"},
+		{name: "no such repository", repository: srv.URL + "/missing.git", creds: good, caBundle: caBundle,
+			reason: v1.RepositoryCredentialReasonInvalidRepositoryUrl, message: "repository " + srv.URL + "/missing.git was not found"},
+		// Without the server's CA the TLS handshake fails: the URL's condition, with the cause.
+		{name: "an untrusted certificate", repository: srv.URL + "/repo.git", creds: good,
+			reason: v1.RepositoryCredentialReasonInvalidRepositoryUrl, message: "repository " + srv.URL + "/repo.git could not be reached: "},
+		{name: "nobody listening", repository: "https://" + closedAddr + "/repo.git", creds: good, caBundle: caBundle,
+			reason: v1.RepositoryCredentialReasonInvalidRepositoryUrl, message: "repository https://" + closedAddr + "/repo.git could not be reached: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := Verify(context.Background(), tt.repository, tt.creds, tt.caBundle, 10*time.Second)
+			if tt.reason == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			e := outcome.As(err)
+			g.Expect(e).NotTo(BeNil())
+			g.Expect(e.Kind).To(Equal(outcome.User))
+			g.Expect(e.Reason).To(Equal(tt.reason))
+			g.Expect(e.Message).To(HavePrefix(tt.message))
+			g.Expect(e.Message).NotTo(ContainSubstring(gitPassword))
+			g.Expect(e.Message).NotTo(ContainSubstring("wrong-pw"))
+		})
+	}
+}
+
+// Verify against a real Git server over SSH: the authorised key is valid; another key is
+// refused as a credential problem, not a URL problem.
+func TestVerifySSH(t *testing.T) {
+	root, env := gitRepositories(t)
+	goodKey, goodPub, err := testenv.NewSSHKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, _, err := testenv.NewSSHKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := testenv.StartSSHGitServer(root, env, goodPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+
+	tests := []struct {
+		name, repository string
+		key              []byte
+		reason           string
+		message          string
+	}{
+		{name: "the authorised key", repository: srv.URL("repo"), key: goodKey},
+		{name: "another key", repository: srv.URL("repo"), key: otherKey, reason: v1.RepositoryCredentialReasonInvalidCredentials,
+			message: "the repository " + srv.URL("repo") + " refused the credentials in the Secret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := Verify(context.Background(), tt.repository, &Credentials{SSHPrivateKey: tt.key}, nil, 10*time.Second)
+			if tt.reason == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			e := outcome.As(err)
+			g.Expect(e).NotTo(BeNil())
+			g.Expect(e.Reason).To(Equal(tt.reason))
+			g.Expect(e.Message).To(Equal(tt.message))
+			g.Expect(e.Message).NotTo(ContainSubstring("PRIVATE KEY"))
+		})
+	}
+}
+
+// A check cancelled from outside (the manager stopping) is not reported as a slow server.
+func TestVerifyCancelledIsNotATimeout(t *testing.T) {
+	g := NewWithT(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// Accept and never answer.
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = Verify(ctx, "https://"+ln.Addr().String()+"/repo.git", &Credentials{Username: []byte("u"), Password: []byte("p")}, nil, 5*time.Second)
+	g.Expect(err).To(HaveOccurred())
+	if e := outcome.As(err); e != nil {
+		g.Expect(e.Message).NotTo(ContainSubstring("did not answer within"))
+	}
+}
+
+// A server that accepts the connection and never answers is reported at the check's
+// timeout as a URL problem that names the timeout, not left to TCP.
+func TestVerifyStalledServerTimesOut(t *testing.T) {
+	g := NewWithT(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The connections are held open, unanswered, until the test ends.
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+	})
+	repository := "https://" + ln.Addr().String() + "/repo.git"
+	e := outcome.As(Verify(context.Background(), repository, &Credentials{Username: []byte("u"), Password: []byte("p")}, nil, time.Second))
+	g.Expect(e).NotTo(BeNil())
+	g.Expect(e.Reason).To(Equal(v1.RepositoryCredentialReasonInvalidRepositoryUrl))
+	g.Expect(e.Message).To(Equal("the Git server of repository " + repository +
+		" did not answer within 1s: check spec.repository and that the server is reachable"))
+}
