@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,9 +69,11 @@ func ClaimHash(dtc *appstudio.DeploymentTargetClaim) string {
 // ClaimName is the claim's name, cut to leave room for a suffix and ClaimHash.
 func ClaimName(dtc *appstudio.DeploymentTargetClaim) string { return truncate(dtc.Name, 200) }
 
+// truncate cuts s to at most n characters and then drops the dots and hyphens it ends with,
+// so that a suffix appended to it still makes a valid object name.
 func truncate(s string, n int) string {
 	if len(s) > n {
-		return s[:n]
+		return strings.TrimRight(s[:n], "-.")
 	}
 	return s
 }

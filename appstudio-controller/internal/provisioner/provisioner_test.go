@@ -39,6 +39,9 @@ func TestNamesOfTheProvisionedObjects(t *testing.T) {
 		{"a long namespace", claim(strings.Repeat("n", 63), "prod-dtc", uid), strings.Repeat("n", 40) + "-dt-" + h, "prod-dtc-dt-" + h},
 		// The target name must fit an object name (253): the claim's name is cut to 200.
 		{"a long claim", claim("team-a", strings.Repeat("c", 253), uid), "team-a-dt-" + h, strings.Repeat("c", 200) + "-dt-" + h},
+		// A cut that ends in a dot would put a label starting with a hyphen into the name.
+		{"a long claim cut at a dot", claim("team-a", strings.Repeat("c", 199)+".d", uid), "team-a-dt-" + h, strings.Repeat("c", 199) + "-dt-" + h},
+		{"a long namespace cut at a hyphen", claim(strings.Repeat("n", 39)+"-x", "prod-dtc", uid), strings.Repeat("n", 39) + "-dt-" + h, "prod-dtc-dt-" + h},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,6 +129,8 @@ func TestTruncate(t *testing.T) {
 		{"abcde", 5, "abcde"},
 		{"abcdef", 5, "abcde"},
 		{"", 3, ""},
+		{"abcd.efg", 5, "abcd"},
+		{"ab-.-fg", 5, "ab"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
