@@ -299,7 +299,7 @@ func Desired(b *appstudio.SnapshotEnvironmentBinding, dest v1.ApplicationDestina
 			out = []*v1.GitOpsDeployment{} // nothing valid: still delete what is no longer wanted
 		}
 		return out, errors.Join(outcome.UserError(appstudio.SnapshotEnvironmentBindingReasonInvalidComponentName,
-			"%d of %d components cannot be deployed, the others are: %s. The name of each GitOpsDeployment is "+
+			"%d of %d components cannot be deployed (the others are deployed): %s. The name of each GitOpsDeployment is "+
 				"<binding>-<application>-<environment>-<component> (shortened past %d characters) and must be a "+
 				"lowercase RFC 1123 subdomain: rename the component (or the binding, application or environment)",
 			len(invalid), len(b.Status.Components), strings.Join(invalid, "; "), MaxNameLength), labelErr)
@@ -343,7 +343,7 @@ func copiedLabels(in map[string]string) (map[string]string, error) {
 	}
 	if len(invalid) > 0 {
 		return out, outcome.UserError(appstudio.SnapshotEnvironmentBindingReasonInvalidLabel,
-			"%d labels of the binding cannot be copied onto its GitOpsDeployments, the other labels are: %s",
+			"%d labels of the binding cannot be copied onto its GitOpsDeployments (the other labels are copied): %s",
 			len(invalid), strings.Join(invalid, "; "))
 	}
 	return out, nil
