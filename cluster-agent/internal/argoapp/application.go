@@ -91,10 +91,10 @@ func (a *Applications) Handle(ctx context.Context, t operation.Target) (operatio
 		return operation.Waiting(fmt.Sprintf("waiting for the previous Argo CD Application %s to be deleted", row.Name), after), nil
 	}
 
-	if _, err := a.Projects.Ensure(ctx, row.TenantID); err != nil {
+	app := a.Identity.Application(row.Name, row.ID, row.TenantID, row.Spec)
+	if err := a.Projects.EnsureAdmits(ctx, row.TenantID, app); err != nil {
 		return operation.Outcome{}, err
 	}
-	app := a.Identity.Application(row.Name, row.ID, row.TenantID, row.Spec)
 	if err := ssa.Apply(ctx, a.Client, app); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 			return operation.Failed(fmt.Sprintf("Argo CD rejected Application %s: %s", row.Name, apiMessage(err))), nil
