@@ -12,6 +12,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
@@ -20,7 +21,8 @@ import (
 var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(testenv.Options{WithoutServiceCRDs: true}, &cp, m.Run))
+	// PostgreSQL too: Reconcile writes application_states.
+	os.Exit(testenv.Main(testenv.Options{WithoutServiceCRDs: true}, &cp, func() int { return dbtest.Main(m) }))
 }
 
 // driftedApplication applies a row's Application, then edits its spec by hand, and
