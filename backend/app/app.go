@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/crcleanup"
 	"github.com/gitops-service/gitops-service/backend/internal/deployment"
 	"github.com/gitops-service/gitops-service/backend/internal/gitwebhook"
+	"github.com/gitops-service/gitops-service/backend/internal/indexes"
 	"github.com/gitops-service/gitops-service/backend/internal/managedenv"
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
 	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
@@ -212,6 +213,9 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		router.EngineInstancesChanged = rebalancer.Wake
 	}
 
+	if err := indexes.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	deployments := &deployment.Reconciler{
 		Client: mgr.GetClient(), DB: database, Store: store, Tenancy: resolver, Signal: signaller,
 		Recorder: mgr.GetEventRecorderFor("gitopsdeployment-controller"), Queue: &router.Deployments,

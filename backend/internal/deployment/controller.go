@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
+	"github.com/gitops-service/gitops-service/backend/internal/indexes"
 	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
 	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
@@ -68,28 +69,18 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager registers the controller and its cache indexes.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeployment{}, notifyroute.UIDIndex, notifyroute.IndexUID); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeployment{}, EnvironmentIndex, func(o client.Object) []string {
-		return []string{o.(*v1.GitOpsDeployment).Spec.Destination.Environment}
-	}); err != nil {
-		return err
-	}
+// SetupWithManager registers the controller (the cache must have the indexes of package
+// indexes).
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeployment{}, builder.WithPredicates(specOrLifecycleChanged{})).
 		// An environment connecting, changing or going away changes its deployments.
-		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentList{} }, EnvironmentIndex))).
+		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentList{} }, indexes.DeploymentEnvironment))).
 		WatchesRawSource(r.Queue.Source()).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("gitopsdeployment").
 		Complete(r)
 }
-
-// EnvironmentIndex indexes GitOpsDeployments by spec.destination.environment.
-const EnvironmentIndex = "spec.destination.environment"
 
 // Reconcile makes the rows match the GitOpsDeployment and its status match the rows.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

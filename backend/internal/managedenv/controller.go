@@ -28,15 +28,13 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/internal/crcleanup"
+	"github.com/gitops-service/gitops-service/backend/internal/indexes"
 	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
 	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 	"github.com/gitops-service/gitops-service/backend/internal/tenantcap"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
-
-// SecretIndex indexes ManagedEnvironments by spec.credentialsSecret.
-const SecretIndex = "spec.credentialsSecret"
 
 // Store is the part of the database the controller uses.
 type Store interface {
@@ -80,14 +78,9 @@ const DefaultCheckTimeout = 10 * time.Second
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	// Each tenant's checks hold at most a quarter of the workers.
 	limiter := tenantcap.Limit(r, tenantcap.PerTenant(r.MaxConcurrentReconciles))
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeploymentManagedEnvironment{}, SecretIndex, func(o client.Object) []string {
-		return []string{o.(*v1.GitOpsDeploymentManagedEnvironment).Spec.ClusterCredentialsSecret}
-	}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentManagedEnvironment{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentManagedEnvironmentList{} }, SecretIndex))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentManagedEnvironmentList{} }, indexes.ManagedEnvironmentSecret))).
 		WatchesRawSource(r.Queue.Source()).
 		WatchesRawSource(limiter.Source()).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).

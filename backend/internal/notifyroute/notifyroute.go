@@ -16,13 +16,9 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/queue"
+	"github.com/gitops-service/gitops-service/backend/internal/indexes"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
-
-// UIDIndex is the cache field index, on GitOpsDeployments and SyncRuns, of metadata.uid.
-// An Application row's id is its GitOpsDeployment's UID and a sync operation's id is its
-// SyncRun's UID, so a notification maps to its CR through the cache alone.
-const UIDIndex = "metadata.uid"
 
 // Queue is a controller's workqueue, handed over when the controller starts.
 type Queue = queue.Handle[reconcile.Request]
@@ -34,7 +30,7 @@ type OperationGetter interface {
 
 // Router routes notifications to the controllers' queues.
 type Router struct {
-	// Cache reads GitOpsDeployments and SyncRuns through UIDIndex.
+	// Cache reads GitOpsDeployments and SyncRuns through indexes.UID.
 	Cache       client.Reader
 	DB          bun.IDB
 	Operations  OperationGetter
@@ -104,7 +100,7 @@ func (r *Router) Resync(ctx context.Context) {
 
 // enqueueByUID enqueues the object with uid, if it passes filter (nil: any).
 func (r *Router) enqueueByUID(ctx context.Context, list client.ObjectList, q *Queue, uid string, filter func(metav1.Object) bool) {
-	if err := r.Cache.List(ctx, list, client.MatchingFields{UIDIndex: uid}); err != nil {
+	if err := r.Cache.List(ctx, list, client.MatchingFields{indexes.UID: uid}); err != nil {
 		r.Log.Error(err, "listing objects by UID", "uid", uid)
 		return
 	}
@@ -127,5 +123,4 @@ func enqueueItems(list client.ObjectList, q *Queue, filter func(metav1.Object) b
 	}
 }
 
-// IndexUID is the indexer function of UIDIndex.
-func IndexUID(o client.Object) []string { return []string{string(o.GetUID())} }
+

@@ -37,12 +37,6 @@ func TestHandleEngineInstancesChangedRunsTheRebalancer(t *testing.T) {
 	g.Expect(runs).To(Equal(1))
 }
 
-func TestIndexUID(t *testing.T) {
-	g := NewWithT(t)
-	depl := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{UID: types.UID("6f1c2a1e-0000-4000-8000-000000000001")}}
-	g.Expect(IndexUID(depl)).To(Equal([]string{"6f1c2a1e-0000-4000-8000-000000000001"}))
-}
-
 func TestBeingDeleted(t *testing.T) {
 	g := NewWithT(t)
 	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))

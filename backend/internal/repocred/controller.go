@@ -26,15 +26,13 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/internal/crcleanup"
 	"github.com/gitops-service/gitops-service/backend/internal/jitter"
+	"github.com/gitops-service/gitops-service/backend/internal/indexes"
 	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
 	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 	"github.com/gitops-service/gitops-service/backend/internal/tenantcap"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
-
-// SecretIndex indexes RepositoryCredentials by spec.secret.
-const SecretIndex = "spec.secret"
 
 // DefaultRevalidateInterval is the default of Reconciler.RevalidateInterval.
 const DefaultRevalidateInterval = 5 * time.Minute
@@ -85,14 +83,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	// Each tenant's checks hold at most a quarter of the workers.
 	limiter := tenantcap.Limit(r, tenantcap.PerTenant(r.MaxConcurrentReconciles))
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.GitOpsDeploymentRepositoryCredential{}, SecretIndex, func(o client.Object) []string {
-		return []string{o.(*v1.GitOpsDeploymentRepositoryCredential).Spec.Secret}
-	}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentRepositoryCredential{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentRepositoryCredentialList{} }, SecretIndex))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentRepositoryCredentialList{} }, indexes.RepositoryCredentialSecret))).
 		WatchesRawSource(r.Queue.Source()).
 		WatchesRawSource(limiter.Source()).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).

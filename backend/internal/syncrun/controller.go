@@ -23,6 +23,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
+	"github.com/gitops-service/gitops-service/backend/internal/indexes"
 	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
 	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
@@ -93,19 +94,10 @@ type Reconciler struct {
 // SetupWithManager registers the controller: SyncRuns are reconciled when they change, when
 // the GitOpsDeployment they name changes (so status follows it, and a SyncRun created first
 // runs once its deployment exists), and when their operation finishes.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, &v1.GitOpsDeploymentSyncRun{}, notifyroute.UIDIndex, notifyroute.IndexUID); err != nil {
-		return err
-	}
-	if err := indexer.IndexField(ctx, &v1.GitOpsDeploymentSyncRun{}, DeploymentNameIndex, func(o client.Object) []string {
-		return []string{o.(*v1.GitOpsDeploymentSyncRun).Spec.GitopsDeploymentName}
-	}); err != nil {
-		return err
-	}
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentSyncRun{}).
-		Watches(&v1.GitOpsDeployment{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} }, DeploymentNameIndex))).
+		Watches(&v1.GitOpsDeployment{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} }, indexes.SyncRunDeployment))).
 		WatchesRawSource(r.Queue.Source()).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("gitopsdeploymentsyncrun").
