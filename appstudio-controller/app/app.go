@@ -20,6 +20,7 @@ import (
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/bindinggc"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/dtbinder"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/environment"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/indexes"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/promotion"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/provisioner"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/sandbox"
@@ -84,6 +85,9 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 	timeout := o.PromotionTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
+	}
+	if err := indexes.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
 	}
 	if err := (&environment.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("environment-controller"), MaxConcurrentReconciles: workers,

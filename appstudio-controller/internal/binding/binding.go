@@ -28,6 +28,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/environment"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/indexes"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
@@ -39,9 +40,6 @@ const CopiedLabelPrefix = "appstudio.openshift.io"
 // ComponentStatusRetry is how soon a binding without components is looked at again, in case
 // the Application Service's status write is missed (it requeues the binding first).
 const ComponentStatusRetry = time.Minute
-
-// EnvironmentIndex indexes bindings by spec.environment.
-const EnvironmentIndex = "spec.environment"
 
 // Reconciler reconciles SnapshotEnvironmentBindings.
 type Reconciler struct {
@@ -61,11 +59,6 @@ type Reconciler struct {
 // GitOpsDeployments change (drift, deletion, status), when their Environment changes, and
 // when another binding of the same application and environment changes (see duplicate).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &appstudio.SnapshotEnvironmentBinding{}, EnvironmentIndex, func(o client.Object) []string {
-		return []string{o.(*appstudio.SnapshotEnvironmentBinding).Spec.Environment}
-	}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.SnapshotEnvironmentBinding{}).
 		Owns(&v1.GitOpsDeployment{}).
@@ -78,7 +71,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 
 func (r *Reconciler) forEnvironment(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &appstudio.SnapshotEnvironmentBindingList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{EnvironmentIndex: o.GetName()}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexes.BindingEnvironment: o.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing bindings of environment")
 		return nil
 	}
@@ -94,7 +87,7 @@ func (r *Reconciler) forEnvironment(ctx context.Context, o client.Object) []reco
 func (r *Reconciler) forSiblings(ctx context.Context, o client.Object) []reconcile.Request {
 	b := o.(*appstudio.SnapshotEnvironmentBinding)
 	list := &appstudio.SnapshotEnvironmentBindingList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{EnvironmentIndex: b.Spec.Environment}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{indexes.BindingEnvironment: b.Spec.Environment}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing bindings of environment")
 		return nil
 	}
@@ -114,7 +107,7 @@ func (r *Reconciler) forSiblings(ctx context.Context, o client.Object) []reconci
 // was unavailable can exist.
 func (r *Reconciler) duplicate(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) (string, error) {
 	list := &appstudio.SnapshotEnvironmentBindingList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{EnvironmentIndex: b.Spec.Environment}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{indexes.BindingEnvironment: b.Spec.Environment}); err != nil {
 		return "", err
 	}
 	winner := b

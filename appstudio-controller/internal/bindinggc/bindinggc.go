@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	"github.com/gitops-service/gitops-service/appstudio-controller/internal/promotion"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/indexes"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
@@ -50,14 +50,9 @@ const (
 // ApplicationGVK is the AppStudio Application kind named by a binding's spec.application.
 var ApplicationGVK = schema.GroupVersionKind{Group: appstudio.GroupVersion.Group, Version: "v1alpha1", Kind: "Application"}
 
-// ApplicationIndex is the binding field index (spec.application) this controller lists
-// bindings by. It is registered by promotion.Reconciler.SetupWithManager, which the
-// appstudio-controller always runs; registering it twice on a manager fails.
-const ApplicationIndex = promotion.ApplicationIndex
-
 // Reconciler deletes bindings whose Application has been missing for longer than Grace.
 type Reconciler struct {
-	// Client reads through the manager's cache; bindings must be indexed by ApplicationIndex.
+	// Client reads through the manager's cache; bindings must be indexed by indexes.Application.
 	Client client.Client
 	// Reader, when set, confirms with a live read that the Application is missing before a
 	// binding is deleted (the cache may lag behind an Application just re-created).
@@ -99,7 +94,7 @@ func newApplication() *metav1.PartialObjectMetadata {
 // its name.
 func (r *Reconciler) bindingsOf(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &appstudio.SnapshotEnvironmentBindingList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{ApplicationIndex: o.GetName()}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexes.Application: o.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing bindings of application", "application", o.GetName())
 		return nil
 	}

@@ -7,8 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/gitops-service/gitops-service/appstudio-controller/internal/promotion"
 )
 
 // A grace period that is not positive would delete bindings at once, while the Application
@@ -40,12 +38,6 @@ func TestApplicationIsTheAppStudioKind(t *testing.T) {
 
 // Bindings are listed through the index the promotion controller registers; a different name
 // would find nothing (and registering it here as well fails the manager).
-func TestApplicationIndexIsThePromotionIndex(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(ApplicationIndex).To(Equal(promotion.ApplicationIndex))
-	g.Expect(ApplicationIndex).To(Equal("spec.application"))
-}
-
 func TestNowUsesTheInjectedClock(t *testing.T) {
 	g := NewWithT(t)
 	fixed := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)

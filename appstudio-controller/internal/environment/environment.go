@@ -24,6 +24,7 @@ import (
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/indexes"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 )
@@ -39,12 +40,6 @@ func ManagedEnvironmentName(env string) string { return "managed-environment-" +
 // CopiedSecretName is the name of the managed-environment Secret copied from a
 // DeploymentTarget's Secret of another type.
 func CopiedSecretName(env string) string { return "managed-environment-secret-" + env }
-
-// Index names.
-const (
-	indexClaim  = "appstudio.environment.claimName"
-	indexSecret = "appstudio.environment.credentialsSecret" //nolint:gosec // an index name, not a credential
-)
 
 // Reconciler reconciles Environments.
 type Reconciler struct {
@@ -65,23 +60,6 @@ type Reconciler struct {
 // objects change, and when the Secret, DeploymentTargetClaim or DeploymentTarget they
 // depend on changes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &appstudio.Environment{}, indexClaim, func(o client.Object) []string {
-		if c := ClaimName(o.(*appstudio.Environment)); c != "" {
-			return []string{c}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &appstudio.Environment{}, indexSecret, func(o client.Object) []string {
-		if c := Credentials(o.(*appstudio.Environment)); c != nil {
-			return []string{c.ClusterCredentialsSecret}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.Environment{}).
 		Owns(&v1.GitOpsDeploymentManagedEnvironment{}).
@@ -125,7 +103,7 @@ func (r *Reconciler) envsBy(ctx context.Context, ns, index, value string) []reco
 }
 
 func (r *Reconciler) forSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	reqs := r.envsBy(ctx, o.GetNamespace(), indexSecret, o.GetName())
+	reqs := r.envsBy(ctx, o.GetNamespace(), indexes.EnvironmentSecret, o.GetName())
 	// Secrets of DeploymentTargets: requeue the Environments of the claims bound to them.
 	targets := &appstudio.DeploymentTargetList{}
 	if err := r.Client.List(ctx, targets, client.InNamespace(o.GetNamespace())); err != nil {
@@ -140,20 +118,20 @@ func (r *Reconciler) forSecret(ctx context.Context, o client.Object) []reconcile
 }
 
 func (r *Reconciler) forClaim(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.envsBy(ctx, o.GetNamespace(), indexClaim, o.GetName())
+	return r.envsBy(ctx, o.GetNamespace(), indexes.EnvironmentClaim, o.GetName())
 }
 
 func (r *Reconciler) forTarget(ctx context.Context, o client.Object) []reconcile.Request {
 	dt := o.(*appstudio.DeploymentTarget)
 	var reqs []reconcile.Request
 	if dt.Spec.ClaimRef != "" {
-		reqs = r.envsBy(ctx, dt.Namespace, indexClaim, dt.Spec.ClaimRef)
+		reqs = r.envsBy(ctx, dt.Namespace, indexes.EnvironmentClaim, dt.Spec.ClaimRef)
 	}
 	claims := &appstudio.DeploymentTargetClaimList{}
 	if err := r.Client.List(ctx, claims, client.InNamespace(dt.Namespace)); err == nil {
 		for _, c := range claims.Items {
 			if c.Spec.TargetName == dt.Name && c.Name != dt.Spec.ClaimRef {
-				reqs = append(reqs, r.envsBy(ctx, dt.Namespace, indexClaim, c.Name)...)
+				reqs = append(reqs, r.envsBy(ctx, dt.Namespace, indexes.EnvironmentClaim, c.Name)...)
 			}
 		}
 	}

@@ -26,6 +26,7 @@ import (
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/errcond"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/indexes"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
@@ -33,9 +34,6 @@ import (
 
 // reasonInProgress: another PromotionRun of the Application runs; this one waits.
 const reasonInProgress = "PromotionInProgress"
-
-// ApplicationIndex indexes PromotionRuns and bindings by spec.application.
-const ApplicationIndex = "spec.application"
 
 // Reconciler reconciles PromotionRuns.
 type Reconciler struct {
@@ -56,17 +54,6 @@ type Reconciler struct {
 // SetupWithManager registers the controller: runs are requeued when a binding or another run
 // of their Application changes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &appstudio.PromotionRun{}, ApplicationIndex, func(o client.Object) []string {
-		return []string{o.(*appstudio.PromotionRun).Spec.Application}
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &appstudio.SnapshotEnvironmentBinding{}, ApplicationIndex, func(o client.Object) []string {
-		return []string{o.(*appstudio.SnapshotEnvironmentBinding).Spec.Application}
-	}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.PromotionRun{}).
 		Watches(&appstudio.SnapshotEnvironmentBinding{}, handler.EnqueueRequestsFromMapFunc(r.runsOf)).
@@ -85,7 +72,7 @@ func (r *Reconciler) runsOf(ctx context.Context, o client.Object) []reconcile.Re
 		app = v.Spec.Application
 	}
 	runs := &appstudio.PromotionRunList{}
-	if err := r.Client.List(ctx, runs, client.InNamespace(o.GetNamespace()), client.MatchingFields{ApplicationIndex: app}); err != nil {
+	if err := r.Client.List(ctx, runs, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexes.Application: app}); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
@@ -437,7 +424,7 @@ func (r *Reconciler) waitTurn(ctx context.Context, run *appstudio.PromotionRun) 
 // activeRun returns the name of the run of the same Application that run waits for (Blocking).
 func (r *Reconciler) activeRun(ctx context.Context, run *appstudio.PromotionRun) (string, error) {
 	runs := &appstudio.PromotionRunList{}
-	if err := r.Client.List(ctx, runs, client.InNamespace(run.Namespace), client.MatchingFields{ApplicationIndex: run.Spec.Application}); err != nil {
+	if err := r.Client.List(ctx, runs, client.InNamespace(run.Namespace), client.MatchingFields{indexes.Application: run.Spec.Application}); err != nil {
 		return "", err
 	}
 	return Blocking(runs.Items, run.Name), nil
@@ -508,7 +495,7 @@ func GeneratedBindingName(application, environment string) string {
 // when the step starts, so that a user's later change is not fought over).
 func (r *Reconciler) pointBinding(ctx context.Context, run *appstudio.PromotionRun, env string, repoint bool) (*appstudio.SnapshotEnvironmentBinding, error) {
 	list := &appstudio.SnapshotEnvironmentBindingList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(run.Namespace), client.MatchingFields{ApplicationIndex: run.Spec.Application}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(run.Namespace), client.MatchingFields{indexes.Application: run.Spec.Application}); err != nil {
 		return nil, err
 	}
 	var found []appstudio.SnapshotEnvironmentBinding

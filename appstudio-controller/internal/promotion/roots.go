@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/indexes"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
@@ -40,11 +41,6 @@ type SnapshotReconciler struct {
 // the newest Snapshot of each Application of a namespace when an Environment there changes
 // (a new root Environment is promoted to as well).
 func (r *SnapshotReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &appstudio.Snapshot{}, ApplicationIndex, func(o client.Object) []string {
-		return []string{o.(*appstudio.Snapshot).Spec.Application}
-	}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.Snapshot{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&appstudio.Environment{}, handler.EnqueueRequestsFromMapFunc(r.newestSnapshots),
@@ -83,7 +79,7 @@ func (r *SnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	snaps := &appstudio.SnapshotList{}
-	if err := r.Client.List(ctx, snaps, client.InNamespace(snap.Namespace), client.MatchingFields{ApplicationIndex: snap.Spec.Application}); err != nil {
+	if err := r.Client.List(ctx, snaps, client.InNamespace(snap.Namespace), client.MatchingFields{indexes.Application: snap.Spec.Application}); err != nil {
 		return ctrl.Result{}, err
 	}
 	if Newest(snaps.Items) != snap.Name {

@@ -78,10 +78,3 @@ func TestEnvironmentValidatorAllowsDeletion(t *testing.T) {
 		environment("ns", strings.Repeat("e", 64), appstudio.ConfigurationClusterTypeKubernetes, ""))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 }
-
-func TestApplicationEnvironmentKey(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(webhook.ApplicationEnvironmentKey("app-a", "staging")).To(Equal("app-a/staging"))
-	// Documented: keys may coincide; lookups compare the fields afterwards.
-	g.Expect(webhook.ApplicationEnvironmentKey("a/b", "c")).To(Equal(webhook.ApplicationEnvironmentKey("a", "b/c")))
-}

@@ -22,26 +22,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/indexes"
 )
 
 // BindingPath is the path of the SnapshotEnvironmentBinding webhook (as controller-runtime
 // derives it).
 const BindingPath = "/validate-appstudio-redhat-com-v1alpha1-snapshotenvironmentbinding"
 
-// ApplicationEnvironmentIndex indexes SnapshotEnvironmentBindings by ApplicationEnvironmentKey.
-const ApplicationEnvironmentIndex = "spec.application/spec.environment"
-
-// ApplicationEnvironmentKey is the ApplicationEnvironmentIndex value of a binding. Names are
-// not validated as DNS names, so two different pairs can share a key ("a/b"+"c" and
-// "a"+"b/c"); lookups compare the fields themselves after using the index.
-func ApplicationEnvironmentKey(application, environment string) string {
-	return application + "/" + environment
-}
-
 // +kubebuilder:webhook:path=/validate-appstudio-redhat-com-v1alpha1-snapshotenvironmentbinding,mutating=false,failurePolicy=fail,sideEffects=None,groups=appstudio.redhat.com,resources=snapshotenvironmentbindings,verbs=create;update,versions=v1alpha1,name=vsnapshotenvironmentbinding.appstudio.redhat.com,admissionReviewVersions=v1,timeoutSeconds=10
 
-// Setup registers the webhooks with the manager's webhook server, and the field index they
-// read through the manager's cache.
+// Setup registers the webhooks with the manager's webhook server. The binding webhook reads
+// through the manager's cache, by indexes.BindingApplicationEnvironment.
 //
 // Why the cache (with an index) rather than a live LIST per admission request: the webhook
 // runs on every create in the tenant's namespace, and a namespace may hold many bindings; the
@@ -51,12 +42,6 @@ func ApplicationEnvironmentKey(application, environment string) string {
 // since a validating webhook cannot take a lock. It is the first line of defence against a
 // mistaken second binding, not a uniqueness guarantee.
 func Setup(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &appstudio.SnapshotEnvironmentBinding{}, ApplicationEnvironmentIndex, func(o client.Object) []string {
-		b := o.(*appstudio.SnapshotEnvironmentBinding)
-		return []string{ApplicationEnvironmentKey(b.Spec.Application, b.Spec.Environment)}
-	}); err != nil {
-		return err
-	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &appstudio.SnapshotEnvironmentBinding{}).
 		WithValidator(&BindingValidator{Reader: mgr.GetClient()}).Complete(); err != nil {
 		return err
@@ -65,7 +50,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 }
 
 // BindingValidator validates SnapshotEnvironmentBindings. Reader must support listing
-// bindings with client.MatchingFields{ApplicationEnvironmentIndex: ...}.
+// bindings with client.MatchingFields{indexes.BindingApplicationEnvironment: ...}.
 type BindingValidator struct {
 	Reader client.Reader
 }
@@ -102,7 +87,7 @@ func (v *BindingValidator) ValidateDelete(context.Context, *appstudio.SnapshotEn
 func (v *BindingValidator) checkUnique(ctx context.Context, b *appstudio.SnapshotEnvironmentBinding) error {
 	list := &appstudio.SnapshotEnvironmentBindingList{}
 	if err := v.Reader.List(ctx, list, client.InNamespace(b.Namespace),
-		client.MatchingFields{ApplicationEnvironmentIndex: ApplicationEnvironmentKey(b.Spec.Application, b.Spec.Environment)}); err != nil {
+		client.MatchingFields{indexes.BindingApplicationEnvironment: indexes.ApplicationEnvironmentKey(b.Spec.Application, b.Spec.Environment)}); err != nil {
 		return fmt.Errorf("listing the SnapshotEnvironmentBindings of namespace %q: %w", b.Namespace, err)
 	}
 	var others []string

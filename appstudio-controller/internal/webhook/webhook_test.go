@@ -19,6 +19,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/appstudio-controller/internal/indexes"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/webhook"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
@@ -54,6 +55,9 @@ func run(m *testing.M) int {
 			Host: opts.LocalServingHost, Port: opts.LocalServingPort, CertDir: opts.LocalServingCertDir,
 		}),
 	})
+	if err == nil {
+		err = indexes.Register(ctx, mgr.GetFieldIndexer())
+	}
 	if err == nil {
 		err = webhook.Setup(ctx, mgr)
 	}
@@ -136,9 +140,9 @@ func TestWebhookAllowsOneBindingPerApplicationAndEnvironment(t *testing.T) {
 // the manager's cache.
 func newValidator(objs ...client.Object) *webhook.BindingValidator {
 	c := fake.NewClientBuilder().WithScheme(cp.Scheme).WithObjects(objs...).
-		WithIndex(&appstudio.SnapshotEnvironmentBinding{}, webhook.ApplicationEnvironmentIndex, func(o client.Object) []string {
+		WithIndex(&appstudio.SnapshotEnvironmentBinding{}, indexes.BindingApplicationEnvironment, func(o client.Object) []string {
 			b := o.(*appstudio.SnapshotEnvironmentBinding)
-			return []string{webhook.ApplicationEnvironmentKey(b.Spec.Application, b.Spec.Environment)}
+			return []string{indexes.ApplicationEnvironmentKey(b.Spec.Application, b.Spec.Environment)}
 		}).Build()
 	return &webhook.BindingValidator{Reader: c}
 }
