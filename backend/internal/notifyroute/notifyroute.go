@@ -122,5 +122,3 @@ func enqueueItems(list client.ObjectList, q *Queue, filter func(metav1.Object) b
 		q.Add(req)
 	}
 }
-
-
