@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
 	"github.com/uptrace/bun"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,7 +17,7 @@ import (
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
 )
 
@@ -36,23 +35,12 @@ func newStatusFixture(t *testing.T) *statusFixture {
 	g, ctx := NewWithT(t), context.Background()
 	bdb := dbtest.NewDB(t)
 	store := db.NewStore(nil)
-	id := register(t, store, bdb)
+	id := agenttest.Instance(t, cp, bdb, store)
 	tenant, err := store.GetOrCreateTenant(ctx, bdb, uuid.NewString(), "tenant-"+uuid.NewString()[:8])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(store.SetTenantEngineInstance(ctx, bdb, tenant.ID, id.InstanceID)).To(Succeed())
 	r := &Reconciler{Client: cp.Client, DB: bdb, Store: store, Identity: id}
 	return &statusFixture{t: t, ctx: ctx, store: store, r: r, tenant: tenant}
-}
-
-// register registers the engine instance of a new namespace, as the agent does.
-func register(t *testing.T, store *db.Store, bdb *bun.DB) engine.Identity {
-	t.Helper()
-	g, ctx := NewWithT(t), context.Background()
-	ns := &corev1.Namespace{}
-	g.Expect(cp.Client.Get(ctx, client.ObjectKey{Name: cp.NewNamespace(t, "argocd-")}, ns)).To(Succeed())
-	cluster, instance, err := store.RegisterEngineInstance(ctx, bdb, "default", ns.Name, string(ns.UID))
-	g.Expect(err).NotTo(HaveOccurred())
-	return engine.Identity{ClusterID: cluster.ID, InstanceID: instance.ID, Namespace: ns.Name, NamespaceUID: string(ns.UID)}
 }
 
 // application writes a row on instance and applies its Argo CD Application in the
@@ -158,7 +146,7 @@ func TestReconcileIgnoresApplicationsOfAnotherInstanceOrWithoutARow(t *testing.T
 	status := argov1alpha1.ApplicationStatus{Health: argov1alpha1.AppHealthStatus{Status: argov1alpha1.HealthStatusHealthy}}
 
 	// The row moved to another instance: that instance's agent reports it.
-	other := register(t, f.store, f.r.DB.(*bun.DB))
+	other := agenttest.Instance(t, cp, f.r.DB.(*bun.DB), f.store)
 	moved := f.application(other.InstanceID)
 	f.argoStatus(moved.Name, status)
 	g.Expect(f.reconcile(moved.Name)).To(Equal(ctrl.Result{}))

@@ -16,6 +16,7 @@ import (
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/orphans"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 )
 
@@ -242,7 +243,7 @@ func TestHandleReleasesAMovedApplicationOnlyOnceTheNewInstanceAdoptedIt(t *testi
 	row := f.row("team-a")
 	_, err := f.apps.Handle(f.ctx, operation.Target{ResourceID: row.ID, TenantID: f.tenant.ID})
 	g.Expect(err).NotTo(HaveOccurred())
-	other := registerInstance(t, f.db, f.store)
+	other := agenttest.Instance(t, cp, f.db, f.store)
 	_, err = f.store.MoveTenant(f.ctx, f.db, f.tenant.ID, other.InstanceID)
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -287,7 +288,7 @@ func TestHandleLetsGoAtOnceOfAnApplicationLeftByAnOlderMove(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t)
 	row := f.row("team-a")
-	other := registerInstance(t, f.db, f.store)
+	other := agenttest.Instance(t, cp, f.db, f.store)
 	// Left here, with Argo CD's finalizer, although the row is on another instance and not
 	// moving from this one.
 	left := f.apps.Identity.Application(row.Name, row.ID, f.tenant.ID, row.Spec)

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
 	"github.com/uptrace/bun"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,7 +17,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 )
 
 // One API server (Argo CD's CRDs; no Argo CD runs, so nothing removes a finalizer but the
@@ -48,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 	g, ctx := NewWithT(t), context.Background()
 	bdb := dbtest.NewDB(t)
 	store := db.NewStore(nil)
-	id := registerInstance(t, bdb, store)
+	id := agenttest.Instance(t, cp, bdb, store)
 	projects := &Projects{Client: cp.Client, APIReader: cp.Client, DB: bdb, Store: store, Identity: id}
 	apps := &Applications{Client: cp.Client, APIReader: cp.Client, DB: bdb, Store: store, Identity: id, Projects: projects,
 		DeletionTimeout: time.Hour, PollInterval: 250 * time.Millisecond}
@@ -56,17 +55,6 @@ func newFixture(t *testing.T) *fixture {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(store.SetTenantEngineInstance(ctx, bdb, tenant.ID, id.InstanceID)).To(Succeed())
 	return &fixture{t: t, ctx: ctx, db: bdb, store: store, apps: apps, tenant: tenant}
-}
-
-// registerInstance registers the engine instance of a new namespace, as the agent does.
-func registerInstance(t *testing.T, bdb *bun.DB, store *db.Store) engine.Identity {
-	t.Helper()
-	g, ctx := NewWithT(t), context.Background()
-	ns := &corev1.Namespace{}
-	g.Expect(cp.Client.Get(ctx, client.ObjectKey{Name: cp.NewNamespace(t, "argocd-")}, ns)).To(Succeed())
-	cluster, instance, err := store.RegisterEngineInstance(ctx, bdb, "default", ns.Name, string(ns.UID))
-	g.Expect(err).NotTo(HaveOccurred())
-	return engine.Identity{ClusterID: cluster.ID, ClusterName: "default", InstanceID: instance.ID, Namespace: ns.Name, NamespaceUID: string(ns.UID)}
 }
 
 // row writes the application row of a GitOpsDeployment deploying to the in-cluster

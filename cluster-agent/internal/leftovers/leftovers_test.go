@@ -23,7 +23,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/orphans"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 )
 
 // One API server (Argo CD's CRDs) and one PostgreSQL for the package. The API server is
@@ -109,14 +109,10 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	g, ctx := NewWithT(t), context.Background()
+	ctx := context.Background()
 	bdb := dbtest.NewDB(t)
 	store := db.NewStore(nil)
-	ns := &corev1.Namespace{}
-	g.Expect(cp.Client.Get(ctx, client.ObjectKey{Name: cp.NewNamespace(t, "argocd-")}, ns)).To(Succeed())
-	cluster, instance, err := store.RegisterEngineInstance(ctx, bdb, "default", ns.Name, string(ns.UID))
-	g.Expect(err).NotTo(HaveOccurred())
-	id := engine.Identity{ClusterID: cluster.ID, InstanceID: instance.ID, Namespace: ns.Name, NamespaceUID: string(ns.UID)}
+	id := agenttest.Instance(t, cp, bdb, store)
 	r := &Remover{Client: cp.Client, APIReader: cp.Client, Config: cp.Config, DB: bdb, Store: store, Identity: id}
 	return &fixture{t: t, ctx: ctx, db: bdb, store: store, r: r, dest: cp.NewNamespace(t, "team-")}
 }

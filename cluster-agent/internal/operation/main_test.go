@@ -8,13 +8,12 @@ import (
 	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
 	"github.com/uptrace/bun"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 )
 
@@ -43,7 +42,7 @@ func newFixture(t *testing.T, handlers map[db.OperationResourceType]Handler) *fi
 	g, ctx := NewWithT(t), context.Background()
 	bdb := dbtest.NewDB(t)
 	store := db.NewStore(nil)
-	id := registerInstance(t, bdb, store, cp.NewNamespace(t, "argocd-"))
+	id := agenttest.InstanceIn(t, cp, bdb, store, cp.NewNamespace(t, "argocd-"))
 	r := &Reconciler{Client: cp.Client, DB: bdb, Store: store, Identity: id, Handlers: handlers}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[Request]())
 	t.Cleanup(q.ShutDown)
@@ -51,21 +50,10 @@ func newFixture(t *testing.T, handlers map[db.OperationResourceType]Handler) *fi
 	return &fixture{t: t, ctx: ctx, db: bdb, store: store, r: r, q: q}
 }
 
-// registerInstance registers the engine instance of namespace ns, as the agent does.
-func registerInstance(t *testing.T, bdb *bun.DB, store *db.Store, ns string) engine.Identity {
-	t.Helper()
-	g, ctx := NewWithT(t), context.Background()
-	nsObj := &corev1.Namespace{}
-	g.Expect(cp.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
-	cluster, instance, err := store.RegisterEngineInstance(ctx, bdb, "default", ns, string(nsObj.UID))
-	g.Expect(err).NotTo(HaveOccurred())
-	return engine.Identity{ClusterID: cluster.ID, ClusterName: "default", InstanceID: instance.ID, Namespace: ns, NamespaceUID: string(nsObj.UID)}
-}
-
 // otherInstance registers a second engine instance on the same engine cluster.
 func (f *fixture) otherInstance() engine.Identity {
 	f.t.Helper()
-	return registerInstance(f.t, f.db, f.store, cp.NewNamespace(f.t, "argocd-other-"))
+	return agenttest.InstanceIn(f.t, cp, f.db, f.store, cp.NewNamespace(f.t, "argocd-other-"))
 }
 
 func (f *fixture) tenant() string {

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
 	"github.com/uptrace/bun"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,7 +15,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 )
 
 // One API server (with the Operation CRD) and one PostgreSQL for the package.
@@ -39,17 +38,7 @@ func newFixture(t *testing.T) *fixture {
 	bdb := dbtest.NewDB(t)
 	store := db.NewStore(nil)
 	return &fixture{t: t, ctx: context.Background(), db: bdb, store: store,
-		c: &Collector{Client: cp.Client, DB: bdb, Store: store, Identity: register(t, store, bdb)}}
-}
-
-func register(t *testing.T, store *db.Store, bdb *bun.DB) engine.Identity {
-	t.Helper()
-	g, ctx := NewWithT(t), context.Background()
-	ns := &corev1.Namespace{}
-	g.Expect(cp.Client.Get(ctx, client.ObjectKey{Name: cp.NewNamespace(t, "argocd-")}, ns)).To(Succeed())
-	cluster, instance, err := store.RegisterEngineInstance(ctx, bdb, "default", ns.Name, string(ns.UID))
-	g.Expect(err).NotTo(HaveOccurred())
-	return engine.Identity{ClusterID: cluster.ID, InstanceID: instance.ID, Namespace: ns.Name, NamespaceUID: string(ns.UID)}
+		c: &Collector{Client: cp.Client, DB: bdb, Store: store, Identity: agenttest.Instance(t, cp, bdb, store)}}
 }
 
 // operation writes an operation of instance; a finished one's retention is over when
@@ -114,7 +103,7 @@ func TestCollectDeletesExpiredOperationsWithTheirCRs(t *testing.T) {
 	pending := f.operation(f.c.Identity.InstanceID, db.OperationWaiting, false)
 	f.cr(ns, v1.OperationName(pending.ID), pending.ID, "")
 	// Another instance's expired row goes too; its CR, in its own namespace, is its agent's.
-	other := register(t, f.store, f.db)
+	other := agenttest.Instance(t, cp, f.db, f.store)
 	theirs := f.operation(other.InstanceID, db.OperationCompleted, true)
 	f.cr(other.Namespace, v1.OperationName(theirs.ID), theirs.ID, "")
 

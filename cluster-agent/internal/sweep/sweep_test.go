@@ -20,7 +20,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 )
 
 // One API server (the service's CRDs for Operation CRs, Argo CD's for Applications and
@@ -75,19 +75,9 @@ func newFixture(t *testing.T) *fixture {
 	bdb := dbtest.NewDB(t)
 	store := db.NewStore(nil)
 	f := &fixture{t: t, ctx: context.Background(), db: bdb, store: store}
-	f.s = &Sweeper{Client: cp.Client, APIReader: cp.Client, DB: bdb, Store: store, Identity: register(t, store, bdb),
+	f.s = &Sweeper{Client: cp.Client, APIReader: cp.Client, DB: bdb, Store: store, Identity: agenttest.Instance(t, cp, bdb, store),
 		Requeue: func(op *db.Operation) { f.requeued = append(f.requeued, op.ID) }, TakeSignal: func() { f.signals++ }}
 	return f
-}
-
-func register(t *testing.T, store *db.Store, bdb *bun.DB) engine.Identity {
-	t.Helper()
-	g, ctx := NewWithT(t), context.Background()
-	ns := &corev1.Namespace{}
-	g.Expect(cp.Client.Get(ctx, client.ObjectKey{Name: cp.NewNamespace(t, "argocd-")}, ns)).To(Succeed())
-	cluster, instance, err := store.RegisterEngineInstance(ctx, bdb, "default", ns.Name, string(ns.UID))
-	g.Expect(err).NotTo(HaveOccurred())
-	return engine.Identity{ClusterID: cluster.ID, InstanceID: instance.ID, Namespace: ns.Name, NamespaceUID: string(ns.UID)}
 }
 
 // tenant creates a tenant placed on instanceID.
@@ -290,7 +280,7 @@ func TestRunPutsBackAnAppProjectChangedByHand(t *testing.T) {
 func TestRunHandsTheObjectsOfATenantServedElsewhereToItsHandler(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t)
-	other := register(t, f.store, f.db)
+	other := agenttest.Instance(t, cp, f.db, f.store)
 	moved := f.tenant(other.InstanceID)
 	// Its AppProject here is as the agent wrote it, but the tenant is now another instance's.
 	f.project(moved.ID, nil)
@@ -354,9 +344,9 @@ func TestRunHandsBackOperationsPendingPastTheGracePeriod(t *testing.T) {
 	}
 	stuck := create(db.OperationInProgress, "10 minutes")
 	lost := create(db.OperationWaiting, "5 minutes")
-	create(db.OperationWaiting, "1 second") // the backend is about to create its CR
-	create(db.OperationCompleted, "1 hour") // finished
-	other := register(t, f.store, f.db)     // another instance's: its agent's to hand back
+	create(db.OperationWaiting, "1 second")           // the backend is about to create its CR
+	create(db.OperationCompleted, "1 hour")           // finished
+	other := agenttest.Instance(t, cp, f.db, f.store) // another instance's: its agent's to hand back
 	g.Expect(f.store.CreateOperation(f.ctx, f.db, &db.Operation{EngineInstanceID: other.InstanceID,
 		ResourceType: db.OperationResourceAppProject, ResourceID: uuid.NewString(), HumanReadableState: "waiting"})).To(Succeed())
 

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
 	"github.com/uptrace/bun"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +19,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
 )
@@ -47,22 +46,12 @@ func newFixture(t *testing.T) *fixture {
 	g, ctx := NewWithT(t), context.Background()
 	bdb := dbtest.NewDB(t)
 	store := db.NewStore(nil)
-	id := register(t, store, bdb)
+	id := agenttest.Instance(t, cp, bdb, store)
 	tenant, err := store.GetOrCreateTenant(ctx, bdb, uuid.NewString(), "tenant-"+uuid.NewString()[:8])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(store.SetTenantEngineInstance(ctx, bdb, tenant.ID, id.InstanceID)).To(Succeed())
 	h := &Handler{Client: cp.Client, APIReader: cp.Client, DB: bdb, Store: store, Identity: id, PollInterval: 300 * time.Millisecond}
 	return &fixture{t: t, ctx: ctx, db: bdb, store: store, h: h, tenant: tenant}
-}
-
-func register(t *testing.T, store *db.Store, bdb *bun.DB) engine.Identity {
-	t.Helper()
-	g, ctx := NewWithT(t), context.Background()
-	ns := &corev1.Namespace{}
-	g.Expect(cp.Client.Get(ctx, client.ObjectKey{Name: cp.NewNamespace(t, "argocd-")}, ns)).To(Succeed())
-	cluster, instance, err := store.RegisterEngineInstance(ctx, bdb, "default", ns.Name, string(ns.UID))
-	g.Expect(err).NotTo(HaveOccurred())
-	return engine.Identity{ClusterID: cluster.ID, InstanceID: instance.ID, Namespace: ns.Name, NamespaceUID: string(ns.UID)}
 }
 
 // row writes a manual deployment's application row on instanceID.
@@ -121,7 +110,7 @@ func (f *fixture) argoUpdate(name string, mutate func(*argov1alpha1.Application)
 
 func TestHandleHasNothingToDoForASyncWithoutItsRows(t *testing.T) {
 	f := newFixture(t)
-	other := register(t, f.store, f.db)
+	other := agenttest.Instance(t, cp, f.db, f.store)
 	elsewhere := f.row(other.InstanceID)
 	deleted := f.row(f.h.Identity.InstanceID)
 	orphaned := f.syncOp(deleted.ID, "")
@@ -164,7 +153,7 @@ func TestHandleWaitsForAnApplicationAboutToBeCreated(t *testing.T) {
 	g.Expect(f.handle(so)).To(Equal(operation.Failed(fmt.Sprintf("Argo CD Application %s does not exist", row.Name))))
 
 	// Another instance's pending operation on the application does not create it here.
-	other := register(t, f.store, f.db)
+	other := agenttest.Instance(t, cp, f.db, f.store)
 	foreign := &db.Operation{EngineInstanceID: other.InstanceID, ResourceType: db.OperationResourceApplication, ResourceID: row.ID, HumanReadableState: "waiting"}
 	g.Expect(f.store.CreateOperation(f.ctx, f.db, foreign)).To(Succeed())
 	g.Expect(f.handle(so).State).To(Equal(db.OperationFailed))
