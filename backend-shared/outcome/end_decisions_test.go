@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
 
 // endHarness ends reconciles of one fresh ManagedEnvironment, as its controller would: it
@@ -66,17 +67,7 @@ func (h *endHarness) end(p Progress, err error) ended {
 }
 
 // events drains the recorder.
-func (h *endHarness) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-h.rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (h *endHarness) events() []string { return testenv.Recorded(h.rec) }
 
 func conditionTypes(list []metav1.Condition) map[string]string {
 	out := map[string]string{}

@@ -11,19 +11,8 @@ import (
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
-
-func drain(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
 
 // recordError records the change of the ErrorOccurred condition (api.md's bindingConditions).
 func TestRecordErrorOfABinding(t *testing.T) {
@@ -45,7 +34,7 @@ func TestRecordErrorOfABinding(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
 			(&Reconciler{Recorder: rec}).recordError(newBinding("b", "app", "staging"), tt.err)
-			NewWithT(t).Expect(drain(rec)).To(Equal(tt.want))
+			NewWithT(t).Expect(testenv.Recorded(rec)).To(Equal(tt.want))
 		})
 	}
 }
@@ -75,7 +64,7 @@ func TestRecordDeployedOnceEveryComponentIsDeployed(t *testing.T) {
 			start, b := newBinding("b", "app", "staging"), newBinding("b", "app", "staging")
 			start.Status.ComponentDeploymentConditions, b.Status.ComponentDeploymentConditions = tt.before, tt.after
 			(&Reconciler{Recorder: rec}).recordDeployed(b, start)
-			NewWithT(t).Expect(drain(rec)).To(Equal(tt.want))
+			NewWithT(t).Expect(testenv.Recorded(rec)).To(Equal(tt.want))
 		})
 	}
 }

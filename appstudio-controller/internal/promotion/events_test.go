@@ -11,20 +11,8 @@ import (
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
-
-// drain returns the Events recorded so far.
-func drain(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
 
 func manualRun() *appstudio.PromotionRun {
 	return &appstudio.PromotionRun{
@@ -177,7 +165,7 @@ func TestRecordTransitionsRecordsOneEventPerVisibleChange(t *testing.T) {
 			}
 			r.setError(tt.run, tt.err)
 			r.recordTransitions(tt.run, &tt.before, tt.err)
-			g.Expect(drain(rec)).To(Equal(tt.want))
+			g.Expect(testenv.Recorded(rec)).To(Equal(tt.want))
 		})
 	}
 }
@@ -232,7 +220,7 @@ func TestRecordStepsOfAnAutomatedRun(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
 			run := withStatus(automatedRun(), appstudio.PromotionRunStatus{State: appstudio.PromotionRunStateActive, EnvironmentStatus: tt.after})
 			(&Reconciler{Recorder: rec}).recordSteps(run, &appstudio.PromotionRunStatus{State: appstudio.PromotionRunStateActive, EnvironmentStatus: tt.before})
-			NewWithT(t).Expect(drain(rec)).To(Equal(tt.want))
+			NewWithT(t).Expect(testenv.Recorded(rec)).To(Equal(tt.want))
 		})
 	}
 }
@@ -244,7 +232,7 @@ func TestRecordStepsIgnoresManualRuns(t *testing.T) {
 		envStep(1, "staging", stepSuccess, ""), envStep(2, "prod", stepInProgress, "")}})
 	(&Reconciler{Recorder: rec}).recordSteps(run, &appstudio.PromotionRunStatus{EnvironmentStatus: []appstudio.PromotionRunEnvironmentStatus{
 		envStep(1, "staging", stepInProgress, "")}})
-	NewWithT(t).Expect(drain(rec)).To(BeEmpty())
+	NewWithT(t).Expect(testenv.Recorded(rec)).To(BeEmpty())
 }
 
 func TestRecordTransitionsWithoutARecorder(t *testing.T) {

@@ -10,20 +10,8 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
-
-// events drains what rec recorded, as "<type> <reason> <message>".
-func events(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
 
 func TestRecordTransitionsOfSyncAndHealth(t *testing.T) {
 	const rev = "0123456789abcdef0123"
@@ -126,7 +114,7 @@ func TestRecordTransitionsOfSyncAndHealth(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
 			depl := &v1.GitOpsDeployment{Status: tt.after}
 			recordTransitions(rec, depl, &tt.before)
-			g.Expect(events(rec)).To(Equal(tt.want))
+			g.Expect(testenv.Recorded(rec)).To(Equal(tt.want))
 		})
 	}
 }
@@ -162,7 +150,7 @@ func TestRecordTransitionsOfSyncOperations(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
 			depl := &v1.GitOpsDeployment{Status: v1.GitOpsDeploymentStatus{OperationState: tt.after}}
 			recordTransitions(rec, depl, &v1.GitOpsDeploymentStatus{OperationState: tt.before})
-			g.Expect(events(rec)).To(Equal(tt.want))
+			g.Expect(testenv.Recorded(rec)).To(Equal(tt.want))
 		})
 	}
 }
@@ -228,7 +216,7 @@ func TestRecordTransitionsOfConditions(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
 			depl := &v1.GitOpsDeployment{Status: v1.GitOpsDeploymentStatus{Conditions: tt.after}}
 			recordTransitions(rec, depl, &v1.GitOpsDeploymentStatus{Conditions: tt.before})
-			g.Expect(events(rec)).To(Equal(tt.want))
+			g.Expect(testenv.Recorded(rec)).To(Equal(tt.want))
 		})
 	}
 }
@@ -247,7 +235,7 @@ func TestRecordTransitionsRecordsEachKindOnce(t *testing.T) {
 			Reason: v1.GitOpsDeploymentReasonSyncError, Message: "apply failed"}},
 	}}
 	recordTransitions(rec, depl, &v1.GitOpsDeploymentStatus{})
-	g.Expect(events(rec)).To(Equal([]string{
+	g.Expect(testenv.Recorded(rec)).To(Equal([]string{
 		"Warning SyncStatusChanged Sync status (none) → OutOfSync at revision abc; health (none) → Degraded",
 		"Warning SyncOperation Sync operation Failed: apply failed",
 		"Warning SyncError apply failed",
