@@ -3,8 +3,6 @@ package app_test
 import (
 	"encoding/pem"
 	"fmt"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,42 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	"github.com/gitops-service/gitops-service/backend/app"
 )
-
-// stallingListener accepts TCP connections on loopback and never answers on them, like a
-// server that hangs; it returns its address.
-func stallingListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // One tenant's cluster and Git server that accept connections and never answer do not
 // delay another tenant's checks, even when that tenant has more hanging objects than there
@@ -69,8 +34,8 @@ func TestSlowTenantDoesNotDelayOthers(t *testing.T) {
 
 	// Tenant A: a cluster and a Git server that hang, with as many environments and
 	// credentials as there are workers.
-	clusterURL := "https://" + stallingListener(t)
-	repoURL := "https://" + stallingListener(t) + "/repo.git"
+	clusterURL := "https://" + testenv.StallingListener(t)
+	repoURL := "https://" + testenv.StallingListener(t) + "/repo.git"
 	slowEnv := a.newEnvironment("hanging", v1.ManagedEnvironmentSecretType,
 		map[string][]byte{"kubeconfig": kubeconfig(clusterURL, "a-token")},
 		func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.APIURL = clusterURL })
@@ -81,7 +46,7 @@ func TestSlowTenantDoesNotDelayOthers(t *testing.T) {
 			func(e *v1.GitOpsDeploymentManagedEnvironment) { e.Spec.APIURL = clusterURL })
 		a.newRepositoryCredential(fmt.Sprintf("hanging-git-%d", i), repoURL, v1.RepositoryCredentialSecretType, basicAuth(gitUser, "a-secret-password"))
 	}
-	sshURL := "ssh://git@" + stallingListener(t) + "/repo.git"
+	sshURL := "ssh://git@" + testenv.StallingListener(t) + "/repo.git"
 	key, _ := sshKey(t)
 	slowSSH := a.newRepositoryCredential("hanging-ssh", sshURL, v1.RepositoryCredentialSecretType,
 		map[string][]byte{v1.RepositoryCredentialSecretSSHPrivateKeyKey: key})

@@ -4,9 +4,6 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/pem"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -19,33 +16,6 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
-
-// bareRepository makes root/repo.git, a bare repository with one commit on main, and
-// returns root and the environment to run git with.
-func bareRepository(t *testing.T) (root string, env []string) {
-	t.Helper()
-	root, work := t.TempDir(), t.TempDir()
-	env = append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=test", "GIT_AUTHOR_EMAIL=test@example.com",
-		"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.com")
-	run := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	run(root, "init", "--bare", "repo.git")
-	run(work, "init", "-b", "main")
-	if err := os.WriteFile(filepath.Join(work, "README"), []byte("hello\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run(work, "add", "README")
-	run(work, "commit", "-m", "initial")
-	run(work, "push", filepath.Join(root, "repo.git"), "main")
-	return root, env
-}
 
 // sshKey is a fresh ed25519 key: its private half as an OpenSSH PEM block and its public half.
 func sshKey(t *testing.T) ([]byte, ssh.PublicKey) {
@@ -71,7 +41,7 @@ func sshGitServer(t *testing.T, root string, env []string, authorized ssh.Public
 
 func TestRepositoryCredentialSSH(t *testing.T) {
 	t.Parallel()
-	root, env := bareRepository(t)
+	root, env := testenv.GitRepositories(t)
 	goodKey, goodPub := sshKey(t)
 	otherKey, _ := sshKey(t)
 	addr := sshGitServer(t, root, env, goodPub)

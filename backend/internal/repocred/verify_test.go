@@ -7,11 +7,9 @@ import (
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,34 +24,6 @@ const (
 	gitUser     = "jane"
 	gitPassword = "pat-0123456789"
 )
-
-// gitRepositories makes, under a new root, a bare repository repo.git with one commit and an
-// empty one, empty.git; it returns the root and the environment git runs with.
-func gitRepositories(t *testing.T) (string, []string) {
-	t.Helper()
-	root, work := t.TempDir(), t.TempDir()
-	env := append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=test", "GIT_AUTHOR_EMAIL=test@example.com",
-		"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.com")
-	run := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	run(root, "init", "--bare", "repo.git")
-	run(root, "init", "--bare", "empty.git")
-	run(work, "init", "-b", "main")
-	if err := os.WriteFile(filepath.Join(work, "README"), []byte("hello\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run(work, "add", "README")
-	run(work, "commit", "-m", "initial")
-	run(work, "push", filepath.Join(root, "repo.git"), "main")
-	return root, env
-}
 
 // httpsGitServer serves root with git's own http-backend over TLS on loopback, to gitUser
 // with gitPassword, as a Git host serves a private repository.
@@ -84,7 +54,7 @@ func httpsGitServer(t *testing.T, root string, env []string) *httptest.Server {
 // Verify against a real Git server over https: each answer of the server becomes the
 // condition the user guide names.
 func TestVerifyHTTPS(t *testing.T) {
-	root, env := gitRepositories(t)
+	root, env := testenv.GitRepositories(t)
 	srv := httpsGitServer(t, root, env)
 	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	good := &Credentials{Username: []byte(gitUser), Password: []byte(gitPassword)}
@@ -142,7 +112,7 @@ func TestVerifyHTTPS(t *testing.T) {
 // Verify against a real Git server over SSH: the authorised key is valid; another key is
 // refused as a credential problem, not a URL problem.
 func TestVerifySSH(t *testing.T) {
-	root, env := gitRepositories(t)
+	root, env := testenv.GitRepositories(t)
 	goodKey, goodPub, err := testenv.NewSSHKey()
 	if err != nil {
 		t.Fatal(err)
@@ -215,33 +185,7 @@ func TestVerifyCancelledIsNotATimeout(t *testing.T) {
 // timeout as a URL problem that names the timeout, not left to TCP.
 func TestVerifyStalledServerTimesOut(t *testing.T) {
 	g := NewWithT(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The connections are held open, unanswered, until the test ends.
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			_ = c.Close()
-		}
-	})
-	repository := "https://" + ln.Addr().String() + "/repo.git"
+	repository := "https://" + testenv.StallingListener(t) + "/repo.git"
 	e := outcome.As(Verify(context.Background(), repository, &Credentials{Username: []byte("u"), Password: []byte("p")}, nil, time.Second))
 	g.Expect(e).NotTo(BeNil())
 	g.Expect(e.Reason).To(Equal(v1.RepositoryCredentialReasonInvalidRepositoryUrl))
