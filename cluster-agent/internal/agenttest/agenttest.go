@@ -5,6 +5,7 @@ package agenttest
 import (
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
@@ -30,4 +31,21 @@ func InstanceIn(t testing.TB, cp *testenv.ControlPlane, idb bun.IDB, store *db.S
 		t.Fatal(err)
 	}
 	return id
+}
+
+// Tenant creates a tenant of a new namespace and places it on engine instance instanceID
+// ("" leaves it unplaced), as the backend does.
+func Tenant(t testing.TB, idb bun.IDB, store *db.Store, instanceID string) *db.Tenant {
+	t.Helper()
+	tenant, err := store.GetOrCreateTenant(t.Context(), idb, uuid.NewString(), "tenant-"+uuid.NewString()[:8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if instanceID != "" {
+		if err := store.SetTenantEngineInstance(t.Context(), idb, tenant.ID, instanceID); err != nil {
+			t.Fatal(err)
+		}
+		tenant.EngineInstanceID = instanceID
+	}
+	return tenant
 }

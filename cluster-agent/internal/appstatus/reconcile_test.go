@@ -32,13 +32,11 @@ type statusFixture struct {
 
 func newStatusFixture(t *testing.T) *statusFixture {
 	t.Helper()
-	g, ctx := NewWithT(t), context.Background()
+	ctx := context.Background()
 	bdb := dbtest.NewDB(t)
 	store := db.NewStore(nil)
 	id := agenttest.Instance(t, cp, bdb, store)
-	tenant, err := store.GetOrCreateTenant(ctx, bdb, uuid.NewString(), "tenant-"+uuid.NewString()[:8])
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(store.SetTenantEngineInstance(ctx, bdb, tenant.ID, id.InstanceID)).To(Succeed())
+	tenant := agenttest.Tenant(t, bdb, store, id.InstanceID)
 	r := &Reconciler{Client: cp.Client, DB: bdb, Store: store, Identity: id}
 	return &statusFixture{t: t, ctx: ctx, store: store, r: r, tenant: tenant}
 }

@@ -44,16 +44,14 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	g, ctx := NewWithT(t), context.Background()
+	ctx := context.Background()
 	bdb := dbtest.NewDB(t)
 	store := db.NewStore(nil)
 	id := agenttest.Instance(t, cp, bdb, store)
 	projects := &Projects{Client: cp.Client, APIReader: cp.Client, DB: bdb, Store: store, Identity: id}
 	apps := &Applications{Client: cp.Client, APIReader: cp.Client, DB: bdb, Store: store, Identity: id, Projects: projects,
 		DeletionTimeout: time.Hour, PollInterval: 250 * time.Millisecond}
-	tenant, err := store.GetOrCreateTenant(ctx, bdb, uuid.NewString(), "tenant-"+uuid.NewString()[:8])
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(store.SetTenantEngineInstance(ctx, bdb, tenant.ID, id.InstanceID)).To(Succeed())
+	tenant := agenttest.Tenant(t, bdb, store, id.InstanceID)
 	return &fixture{t: t, ctx: ctx, db: bdb, store: store, apps: apps, tenant: tenant}
 }
 

@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
 	"github.com/uptrace/bun"
 	"k8s.io/client-go/util/workqueue"
@@ -58,9 +57,7 @@ func (f *fixture) otherInstance() engine.Identity {
 
 func (f *fixture) tenant() string {
 	f.t.Helper()
-	tenant, err := f.store.GetOrCreateTenant(f.ctx, f.db, uuid.NewString(), "tenant-"+uuid.NewString()[:8])
-	NewWithT(f.t).Expect(err).NotTo(HaveOccurred())
-	return tenant.ID
+	return agenttest.Tenant(f.t, f.db, f.store, "").ID
 }
 
 // operation writes an operation row of instanceID in state, as the backend does.

@@ -83,12 +83,7 @@ func newFixture(t *testing.T) *fixture {
 // tenant creates a tenant placed on instanceID.
 func (f *fixture) tenant(instanceID string) *db.Tenant {
 	f.t.Helper()
-	g := NewWithT(f.t)
-	tenant, err := f.store.GetOrCreateTenant(f.ctx, f.db, uuid.NewString(), "tenant-"+uuid.NewString()[:8])
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.store.SetTenantEngineInstance(f.ctx, f.db, tenant.ID, instanceID)).To(Succeed())
-	tenant.EngineInstanceID = instanceID
-	return tenant
+	return agenttest.Tenant(f.t, f.db, f.store, instanceID)
 }
 
 func (f *fixture) row(tenant *db.Tenant) *db.Application {

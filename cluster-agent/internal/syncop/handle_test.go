@@ -43,13 +43,11 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	g, ctx := NewWithT(t), context.Background()
+	ctx := context.Background()
 	bdb := dbtest.NewDB(t)
 	store := db.NewStore(nil)
 	id := agenttest.Instance(t, cp, bdb, store)
-	tenant, err := store.GetOrCreateTenant(ctx, bdb, uuid.NewString(), "tenant-"+uuid.NewString()[:8])
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(store.SetTenantEngineInstance(ctx, bdb, tenant.ID, id.InstanceID)).To(Succeed())
+	tenant := agenttest.Tenant(t, bdb, store, id.InstanceID)
 	h := &Handler{Client: cp.Client, APIReader: cp.Client, DB: bdb, Store: store, Identity: id, PollInterval: 300 * time.Millisecond}
 	return &fixture{t: t, ctx: ctx, db: bdb, store: store, h: h, tenant: tenant}
 }
