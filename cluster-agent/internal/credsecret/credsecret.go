@@ -66,26 +66,22 @@ var _ operation.Handler = (*Clusters)(nil)
 // Handle implements operation.Handler.
 func (c *Clusters) Handle(ctx context.Context, t operation.Target) (operation.Outcome, error) {
 	name := argocd.ClusterSecretName(t.ResourceID)
-	gone := func() (operation.Outcome, error) {
-		if err := deleteSecret(ctx, c.Client, c.Identity.Namespace, name); err != nil {
-			return operation.Outcome{}, err
-		}
-		return operation.Completed(fmt.Sprintf("cluster Secret %s deleted: the managed environment no longer exists", name)), nil
-	}
 	if t.TenantID == "" {
-		return gone()
+		return c.remove(ctx, name, environmentGone)
 	}
 	return underTenantLock(ctx, c.Store, c.DB, t.TenantID, func(ctx context.Context, tx bun.Tx) (operation.Outcome, error) {
-		return c.handle(ctx, tx, t, gone)
+		return c.handle(ctx, tx, t, name)
 	})
 }
 
-func (c *Clusters) handle(ctx context.Context, tx bun.Tx, t operation.Target, gone func() (operation.Outcome, error)) (operation.Outcome, error) {
-	name := argocd.ClusterSecretName(t.ResourceID)
+// environmentGone says why the cluster Secret of a deleted managed environment goes.
+const environmentGone = "the managed environment no longer exists"
+
+func (c *Clusters) handle(ctx context.Context, tx bun.Tx, t operation.Target, name string) (operation.Outcome, error) {
 	creds, err := c.Store.GetManagedEnvironmentCredentials(ctx, tx, t.TenantID, t.ResourceID)
 	switch {
 	case notFound(err):
-		return gone()
+		return c.remove(ctx, name, environmentGone)
 	case err != nil:
 		if msg := decryptionProblem(err); msg != "" {
 			return operation.Failed(msg), nil
@@ -95,7 +91,7 @@ func (c *Clusters) handle(ctx context.Context, tx bun.Tx, t operation.Target, go
 	tenant, err := c.Store.GetTenant(ctx, tx, t.TenantID)
 	switch {
 	case notFound(err):
-		return gone()
+		return c.remove(ctx, name, environmentGone)
 	case err != nil:
 		return operation.Outcome{}, fmt.Errorf("reading the tenant: %w", err)
 	case tenant.EngineInstanceID != c.Identity.InstanceID:
@@ -130,10 +126,15 @@ func (c *Clusters) leave(ctx context.Context, tenantID, name string) (operation.
 			return operation.Outcome{}, fmt.Errorf("reading AppProject %s: %w", project, err)
 		}
 	}
+	return c.remove(ctx, name, "the tenant is placed on another engine instance")
+}
+
+// remove deletes the cluster Secret called name and says why.
+func (c *Clusters) remove(ctx context.Context, name, why string) (operation.Outcome, error) {
 	if err := deleteSecret(ctx, c.Client, c.Identity.Namespace, name); err != nil {
 		return operation.Outcome{}, err
 	}
-	return operation.Completed(fmt.Sprintf("cluster Secret %s deleted: the tenant is placed on another engine instance", name)), nil
+	return operation.Completed(fmt.Sprintf("cluster Secret %s deleted: %s", name, why)), nil
 }
 
 func (c *Clusters) poll() time.Duration {
@@ -216,14 +217,6 @@ var _ operation.Handler = (*Repositories)(nil)
 // Handle implements operation.Handler.
 func (r *Repositories) Handle(ctx context.Context, t operation.Target) (operation.Outcome, error) {
 	names := []string{argocd.RepositorySecretName(t.ResourceID), argocd.RemoteRepositorySecretName(t.ResourceID)}
-	remove := func(why string) (operation.Outcome, error) {
-		for _, name := range names {
-			if err := deleteSecret(ctx, r.Client, r.Identity.Namespace, name); err != nil {
-				return operation.Outcome{}, err
-			}
-		}
-		return operation.Completed(fmt.Sprintf("repository Secrets %s deleted: %s", strings.Join(names, " and "), why)), nil
-	}
 	if t.TenantID == "" {
 		// An orphan the sweep found: the credential had no row on this instance then. It
 		// may have moved back since, and its own operation applied the Secrets again.
@@ -235,19 +228,21 @@ func (r *Repositories) Handle(ctx context.Context, t operation.Target) (operatio
 			return operation.Completed(fmt.Sprintf("repository Secrets %s kept: the repository credential is served by this engine instance",
 				strings.Join(names, " and "))), nil
 		}
-		return remove("the repository credential no longer exists")
+		return r.remove(ctx, names, credentialGone)
 	}
 	return underTenantLock(ctx, r.Store, r.DB, t.TenantID, func(ctx context.Context, tx bun.Tx) (operation.Outcome, error) {
-		return r.handle(ctx, tx, t, remove)
+		return r.handle(ctx, tx, t, names)
 	})
 }
 
-func (r *Repositories) handle(ctx context.Context, tx bun.Tx, t operation.Target, remove func(why string) (operation.Outcome, error)) (operation.Outcome, error) {
-	names := []string{argocd.RepositorySecretName(t.ResourceID), argocd.RemoteRepositorySecretName(t.ResourceID)}
+// credentialGone says why the Secrets of a deleted repository credential go.
+const credentialGone = "the repository credential no longer exists"
+
+func (r *Repositories) handle(ctx context.Context, tx bun.Tx, t operation.Target, names []string) (operation.Outcome, error) {
 	cred, err := r.Store.GetRepositoryCredential(ctx, tx, t.TenantID, t.ResourceID)
 	switch {
 	case notFound(err):
-		return remove("the repository credential no longer exists")
+		return r.remove(ctx, names, credentialGone)
 	case err != nil:
 		if msg := decryptionProblem(err); msg != "" {
 			return operation.Failed(msg), nil
@@ -255,7 +250,7 @@ func (r *Repositories) handle(ctx context.Context, tx bun.Tx, t operation.Target
 		return operation.Outcome{}, fmt.Errorf("reading the repository credential: %w", err)
 	}
 	if cred.EngineInstanceID != r.Identity.InstanceID {
-		return remove("the repository credential is served by another engine instance")
+		return r.remove(ctx, names, "the repository credential is served by another engine instance")
 	}
 	secrets := argocd.RepositorySecrets(r.Identity.Namespace, argocd.Repository{
 		RepositoryCredentialID: cred.ID,
@@ -271,6 +266,16 @@ func (r *Repositories) handle(ctx context.Context, tx bun.Tx, t operation.Target
 		}
 	}
 	return operation.Completed(fmt.Sprintf("repository Secrets %s are up to date", strings.Join(names, " and "))), nil
+}
+
+// remove deletes the repository Secrets called names and says why.
+func (r *Repositories) remove(ctx context.Context, names []string, why string) (operation.Outcome, error) {
+	for _, name := range names {
+		if err := deleteSecret(ctx, r.Client, r.Identity.Namespace, name); err != nil {
+			return operation.Outcome{}, err
+		}
+	}
+	return operation.Completed(fmt.Sprintf("repository Secrets %s deleted: %s", strings.Join(names, " and "), why)), nil
 }
 
 // underTenantLock runs handle in a transaction holding the tenant's advisory lock (see
