@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -18,13 +19,18 @@ import (
 
 func withProvisioner(o *app.Options) { o.ProvisionerAPIServerURL = cp.Config.Host }
 
-// provision creates a claim of a class of the namespace provisioner and waits until it is bound.
+// provision creates a claim called "claim" of a class of the namespace provisioner and
+// waits until it is bound.
 func (h *harness) provision(policy appstudio.ReclaimPolicy) (*appstudio.DeploymentTargetClaim, *appstudio.DeploymentTarget) {
+	return h.provisionNamed("claim", policy)
+}
+
+func (h *harness) provisionNamed(name string, policy appstudio.ReclaimPolicy) (*appstudio.DeploymentTargetClaim, *appstudio.DeploymentTarget) {
 	cls := h.class(policy, provisioner.Name)
-	dtc := &appstudio.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim"}, Spec: appstudio.DeploymentTargetClaimSpec{DeploymentTargetClassName: cls}}
+	dtc := &appstudio.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appstudio.DeploymentTargetClaimSpec{DeploymentTargetClassName: cls}}
 	h.create(dtc)
-	h.g.Eventually(h.dtcPhase("claim"), eventually, poll).Should(Equal(appstudio.DeploymentTargetClaimPhaseBound))
-	h.g.Expect(h.c.Get(h.ctx, h.key("claim"), dtc)).To(Succeed())
+	h.g.Eventually(h.dtcPhase(name), eventually, poll).Should(Equal(appstudio.DeploymentTargetClaimPhaseBound))
+	h.g.Expect(h.c.Get(h.ctx, h.key(name), dtc)).To(Succeed())
 	dt := &appstudio.DeploymentTarget{}
 	h.g.Expect(h.c.Get(h.ctx, h.key(dtc.Spec.TargetName), dt)).To(Succeed())
 	h.g.Eventually(h.dtPhase(dt.Name), eventually, poll).Should(Equal(appstudio.DeploymentTargetPhaseBound))
@@ -74,6 +80,16 @@ func TestNamespaceProvisionerDelete(t *testing.T) {
 		return apierrors.IsNotFound(err) || (err == nil && !ns.DeletionTimestamp.IsZero())
 	}, eventually, poll).Should(BeTrue())
 	h.g.Eventually(h.gone(secret), eventually, poll).Should(BeTrue())
+}
+
+// A claim whose name, cut to fit the names made from it, ends in a dot is provisioned too.
+func TestNamespaceProvisionerLongClaimName(t *testing.T) {
+	h := start(t, withProvisioner)
+	name := strings.Repeat("c", 199) + ".d"
+	_, dt := h.provisionNamed(name, appstudio.ReclaimPolicyDelete)
+	h.g.Expect(dt.Spec.ClaimRef).To(Equal(name))
+	ns := &corev1.Namespace{}
+	h.g.Expect(h.c.Get(h.ctx, client.ObjectKey{Name: dt.Spec.KubernetesClusterCredentials.DefaultNamespace}, ns)).To(Succeed())
 }
 
 func TestNamespaceProvisionerRetain(t *testing.T) {
