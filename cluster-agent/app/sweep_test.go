@@ -15,6 +15,7 @@ import (
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	agent "github.com/gitops-service/gitops-service/cluster-agent/app"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/sweep"
 )
 
 // TestSweepDeletesOrphanedApplicationsAndHandsBackStuckOperations: a labelled Argo CD
@@ -99,6 +100,35 @@ func TestSweepHandsBackAnOperationWhoseStateWasLost(t *testing.T) {
 		g.Expect(row.State).To(Equal(db.OperationCompleted))
 		g.Expect(row.HumanReadableState).NotTo(Equal("lost"))
 	}, timeout, interval).Should(Succeed(), "the sweep hands the operation back and it is finished again")
+}
+
+// TestSweepTakesASignalTheDatabaseBroughtBack: the agent took its signal down, and the
+// database lost that transaction (a crash with asynchronous commit). The signal is up again
+// with its CR long gone, so an operation written under it gets no CR and no event brings it
+// to the operation controller; the sweep has the controller take the signal, and the
+// operation is carried out well within the sweep's grace period for stuck operations.
+func TestSweepTakesASignalTheDatabaseBroughtBack(t *testing.T) {
+	t.Parallel()
+	e := startAgent(t, true, func(o *agent.Options) { o.SweepInterval = time.Second })
+	g := e.g()
+	tenant := e.tenant()
+	first := e.application(tenant, uuid.NewString(), "https://github.com/example/gitops", "prod", "team-a", true)
+	e.completed(e.signal(db.OperationResourceApplication, first.ID, tenant.ID).ID)
+	g.Eventually(func() error {
+		_, err := e.store.GetSignal(e.ctx, e.db, e.id.InstanceID)
+		return err
+	}, timeout, interval).Should(MatchError(db.ErrNotFound), "the agent takes its signal down")
+
+	// The lost transaction: the signal is back, its CR was created long ago.
+	_, err := e.db.NewInsert().Model(&db.OperationSignal{EngineInstanceID: e.id.InstanceID, OperationID: uuid.NewString(), CRCreated: true}).Exec(e.ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	second := e.application(tenant, uuid.NewString(), "https://github.com/example/gitops", "stage", "team-a", true)
+	op := e.signal(db.OperationResourceApplication, second.ID, tenant.ID)
+	g.Expect(op.Signalled).To(BeFalse(), "the backend raises no signal while one is up")
+
+	e.completed(op.ID)
+	g.Expect(time.Since(op.CreatedAt)).To(BeNumerically("<", sweep.DefaultOperationGrace), "carried out before the grace period")
+	g.Expect(e.argoApp(second.Name).Spec.Source.Path).To(Equal("stage"), "the Application of the operation is applied")
 }
 
 // TestSweepDeletesOrphanedSecretsAndAppProjects: the service's cluster Secret, repository

@@ -16,9 +16,10 @@
 //     its repository Secret, each through an operation of its kind with the owner tenant
 //     (the handler applies the row again);
 //   - hands this instance's unfinished operations older than a grace period back to the
-//     Operation controller, and has it take the instance's signal (the backend crashed
-//     between commit and CR, a CR was deleted by hand, or the database lost a state
-//     write), so that they are carried out without a restart.
+//     Operation controller, and has it take the instance's signal whenever it is up or an
+//     operation is Waiting (the backend crashed between commit and CR, a CR was deleted by
+//     hand, or the database lost a state write or the signal's taking down), so that they
+//     are carried out without a restart.
 //
 // Objects without the service's labels are never touched.
 package sweep
@@ -97,6 +98,7 @@ type Store interface {
 	ServedTenantIDs(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string) (map[string]bool, error)
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
 	ListPendingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
+	GetSignal(ctx context.Context, idb bun.IDB, engineInstanceID string) (*db.OperationSignal, error)
 	ListInstanceApplicationsAfter(ctx context.Context, idb bun.IDB, engineInstanceID, afterID string, limit int) ([]db.InstanceResource, error)
 	ListInstanceRepositoryCredentialsAfter(ctx context.Context, idb bun.IDB, engineInstanceID, afterID string, limit int) ([]db.InstanceResource, error)
 	CreateOperation(ctx context.Context, idb bun.IDB, op *db.Operation) error
@@ -148,6 +150,8 @@ type Result struct {
 	Restored int
 	// OperationsRequeued counts pending operations handed back to the operation controller.
 	OperationsRequeued int
+	// SignalTaken says the operation controller was asked to take the instance's signal.
+	SignalTaken bool
 }
 
 // present is what the sweep found in the engine namespace, by row id: Applications by
@@ -185,7 +189,7 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	ctrl.LoggerFrom(ctx).Info("Swept orphans", "applicationsDeleted", res.Applications,
 		"clusterSecretsDeleted", res.ClusterSecrets, "repositorySecretsDeleted", res.RepositorySecrets,
 		"appProjectsDeleted", res.AppProjects, "objectsRestored", res.Restored,
-		"operationsRequeued", res.OperationsRequeued, "skipped", res.Skipped)
+		"operationsRequeued", res.OperationsRequeued, "signalTaken", res.SignalTaken, "skipped", res.Skipped)
 	return res, errors.Join(errApps, errObjs, errMissing, errOps)
 }
 
@@ -509,7 +513,11 @@ func (s *Sweeper) signal(ctx context.Context, resourceType db.OperationResourceT
 // sweepOperations hands back to the operation controller the unfinished operations older
 // than the grace period, and then has it take the signal: no CR event brings back an
 // operation whose state write the database lost, one stuck, or one written under a signal
-// whose CR was never created.
+// whose CR was never created. The signal is also taken whenever it is up or an operation is
+// Waiting, whatever its age: a database that loses the transaction in which the agent took
+// the signal down (a crash with asynchronous commit, a failover to a replica behind)
+// brings the signal back with its CR long gone, and the backend raises no other while it is
+// up. Taking a signal the controller is taking already costs one more look.
 func (s *Sweeper) sweepOperations(ctx context.Context, res *Result) error {
 	if s.Requeue == nil {
 		return nil
@@ -523,8 +531,10 @@ func (s *Sweeper) sweepOperations(ctx context.Context, res *Result) error {
 		grace = DefaultOperationGrace
 	}
 	cutoff := time.Now().Add(-grace)
+	waiting := false
 	for i := range ops {
 		op := &ops[i]
+		waiting = waiting || op.State == db.OperationWaiting
 		if op.CreatedAt.After(cutoff) {
 			continue
 		}
@@ -533,8 +543,20 @@ func (s *Sweeper) sweepOperations(ctx context.Context, res *Result) error {
 		s.Requeue(op)
 		res.OperationsRequeued++
 	}
-	if res.OperationsRequeued > 0 && s.TakeSignal != nil {
+	if s.TakeSignal == nil {
+		return nil
+	}
+	up := false
+	if !waiting && res.OperationsRequeued == 0 {
+		_, err := s.Store.GetSignal(ctx, s.DB, s.Identity.InstanceID)
+		if err != nil && !errors.Is(err, db.ErrNotFound) {
+			return fmt.Errorf("reading the signal: %w", err)
+		}
+		up = err == nil
+	}
+	if waiting || up || res.OperationsRequeued > 0 {
 		s.TakeSignal()
+		res.SignalTaken = true
 	}
 	return nil
 }

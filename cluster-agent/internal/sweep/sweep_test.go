@@ -369,6 +369,46 @@ func TestRunTakesNoSignalWhenNothingIsPending(t *testing.T) {
 	g.Expect(f.signals).To(BeZero())
 }
 
+func TestRunTakesTheSignalWhenItIsUpOrAnOperationWaits(t *testing.T) {
+	tests := []struct {
+		name     string
+		state    db.OperationState // of one fresh operation ("": none)
+		signalUp bool
+		want     bool
+	}{
+		{name: "nothing pending, no signal", want: false},
+		{name: "a finished operation", state: db.OperationCompleted, want: false},
+		// Its handler waits for Argo CD; the controller requeues it itself.
+		{name: "a fresh operation in progress", state: db.OperationInProgress, want: false},
+		// Written under a signal the controller no longer takes, or put back to Waiting by
+		// a database that lost the state write.
+		{name: "a fresh Waiting operation", state: db.OperationWaiting, want: true},
+		// The database lost the transaction that took the signal down: the backend raises
+		// no other while it is up, so nothing else would create a CR.
+		{name: "a signal up without operations", state: db.OperationCompleted, signalUp: true, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFixture(t)
+			if tt.state != "" {
+				op := &db.Operation{EngineInstanceID: f.s.Identity.InstanceID, ResourceType: db.OperationResourceAppProject,
+					ResourceID: uuid.NewString(), State: tt.state, HumanReadableState: "waiting"}
+				g.Expect(f.store.CreateOperation(f.ctx, f.db, op)).To(Succeed())
+				if tt.signalUp {
+					raised, err := f.store.RaiseSignal(f.ctx, f.db, op)
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(raised).To(BeTrue())
+				}
+			}
+			res := f.run()
+			g.Expect(res.OperationsRequeued).To(BeZero(), "nothing is past the grace period")
+			g.Expect(res.SignalTaken).To(Equal(tt.want))
+			g.Expect(f.signals).To(Equal(map[bool]int{false: 0, true: 1}[tt.want]))
+		})
+	}
+}
+
 func TestRunUsesTheConfiguredRetentionForItsOperations(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t)
