@@ -185,22 +185,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// resync queues the resources of the instance's pending operations when the controller
-// starts, and the taking of its signal: a signal left up by an agent that stopped before
-// taking it down gets no new CR.
+// resync queues the taking of the instance's signal when the controller starts, and the
+// resources of its pending operations: a signal left up by an agent that stopped before
+// taking it down gets no new CR. The signal is queued even when the database cannot be
+// read now: its reconcile retries until it can, and takes every Waiting operation.
 func (r *Reconciler) resync(ctx context.Context, q workqueue.TypedRateLimitingInterface[Request]) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", ControllerName)
+	q.Add(Request{Signal: true})
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ops, err := r.Store.ListPendingOperations(ctx, r.DB, r.Identity.InstanceID)
 	if err != nil {
-		log.Error(err, "Listing pending operations failed; relying on Operation CR events")
+		log.Error(err, "Listing pending operations failed; the signal and the sweep bring them back")
 		return nil
 	}
 	for _, op := range ops {
 		q.Add(Request{ResourceType: op.ResourceType, ResourceID: op.ResourceID})
 	}
-	q.Add(Request{Signal: true})
 	log.V(1).Info("Queued pending operations", "count", len(ops))
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	. "github.com/onsi/gomega"
+	"github.com/uptrace/bun"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -435,4 +436,44 @@ func TestReconcileCRWritesARejectionOnce(t *testing.T) {
 	g.Expect(cp.Client.Get(f.ctx, client.ObjectKeyFromObject(cr), cr)).To(Succeed())
 	g.Expect(cr.ResourceVersion).To(Equal(written))
 	g.Expect(f.get(theirs.ID).State).To(Equal(db.OperationWaiting), "the other instance's row is never touched")
+}
+
+// unreadable is a Store whose pending operations cannot be listed (the database is down).
+type unreadable struct{ Store }
+
+func (unreadable) ListPendingOperations(context.Context, bun.IDB, string) ([]db.Operation, error) {
+	return nil, errors.New("connection refused")
+}
+
+func TestResyncQueuesTheSignalAndThePendingOperations(t *testing.T) {
+	tests := []struct {
+		name string
+		down bool
+		want func(waiting, inProgress *db.Operation) []Request
+	}{
+		{name: "database up", want: func(waiting, inProgress *db.Operation) []Request {
+			return []Request{{Signal: true},
+				{ResourceType: waiting.ResourceType, ResourceID: waiting.ResourceID},
+				{ResourceType: inProgress.ResourceType, ResourceID: inProgress.ResourceID}}
+		}},
+		// A start during an outage of the database still takes the signal once it is back:
+		// a signal left up gets no new CR.
+		{name: "database down", down: true, want: func(_, _ *db.Operation) []Request {
+			return []Request{{Signal: true}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFixture(t, nil)
+			waiting := f.operation(f.r.Identity.InstanceID, db.OperationResourceApplication, uuid.NewString(), "", db.OperationWaiting)
+			inProgress := f.operation(f.r.Identity.InstanceID, db.OperationResourceAppProject, uuid.NewString(), "", db.OperationInProgress)
+			f.operation(f.r.Identity.InstanceID, db.OperationResourceApplication, uuid.NewString(), "", db.OperationCompleted)
+			if tt.down {
+				f.r.Store = unreadable{f.r.Store}
+			}
+			g.Expect(f.r.resync(f.ctx, f.q)).To(Succeed())
+			g.Expect(f.queued()).To(ConsistOf(tt.want(waiting, inProgress)))
+		})
+	}
 }
