@@ -54,9 +54,11 @@ const (
 	// DefaultBatchSize is large enough that a sweep of thousands of Argo CD objects costs
 	// a few statements: the statements, not the rows, are what an idle instance pays.
 	DefaultBatchSize = 1000
-	// DefaultOperationGrace is how old an unfinished operation must be before
-	// its CR is re-created (the backend creates it right after its transaction commits).
-	DefaultOperationGrace = 2 * time.Minute
+	// DefaultOperationGrace is how old an unfinished operation must be before the sweep
+	// hands it back to the operation controller: long enough that an operation being
+	// carried out is rarely handed back (which costs one more run of its handler), short
+	// enough that one whose finishing write the database lost is carried out again soon.
+	DefaultOperationGrace = 30 * time.Second
 	// DefaultGCExpirationSeconds is the retention of the operations the sweep creates (the
 	// backend's --operation-retention default).
 	DefaultGCExpirationSeconds = 600
@@ -118,7 +120,7 @@ type Sweeper struct {
 	Interval time.Duration
 	// BatchSize bounds the ids of one database query (default 1000).
 	BatchSize int
-	// OperationGrace (default 2 minutes) is how old an unfinished operation must be to be
+	// OperationGrace (default 30 seconds) is how old an unfinished operation must be to be
 	// handed back to the operation controller through Requeue.
 	OperationGrace time.Duration
 	// Requeue hands a pending operation back to the operation controller (nil: never).
