@@ -35,7 +35,7 @@ func TestFlagDefaults(t *testing.T) {
 	if !o.MetricsSecure || o.PprofAddr != "" || o.LeaderElect {
 		t.Errorf("secure %v, pprof %q, leader election %v", o.MetricsSecure, o.PprofAddr, o.LeaderElect)
 	}
-	if o.GracefulShutdown != 30*time.Second || o.KubeAPIQPS != 100 || o.KubeAPIBurst != 200 {
+	if o.GracefulShutdown != 30*time.Second || o.KubeAPIQPS != 500 || o.KubeAPIBurst != 1000 {
 		t.Errorf("shutdown %s, qps %v, burst %d", o.GracefulShutdown, o.KubeAPIQPS, o.KubeAPIBurst)
 	}
 }
