@@ -38,7 +38,7 @@ type Options struct {
 // Client-side rate limits of the binaries' Kubernetes clients (each resource kind has its
 // own token bucket). A burst of N new deployments costs the backend 2N status writes: at
 // 100 queries per second the limiter, not the API server, set the pace (1,000 deployments'
-// statuses took 18 s, 20,000 writes at 10,000 took 200 s). The API server protects itself
+// statuses took 18 s, those of 10,000 took 220 s). The API server protects itself
 // with API Priority and Fairness; these only keep one binary from flooding it.
 const (
 	DefaultKubeAPIQPS   = 500

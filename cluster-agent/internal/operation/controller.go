@@ -133,8 +133,9 @@ func (r *Reconciler) Requeue(op *db.Operation) {
 	r.queue.Add(Request{ResourceType: op.ResourceType, ResourceID: op.ResourceID})
 }
 
-// TakeSignal queues the taking of the engine instance's signal: the sweep calls it for a
-// signal that has been up too long (its CR was never created).
+// TakeSignal queues the taking of the engine instance's signal: the sweep calls it when the
+// signal is up or an operation is Waiting (a signal whose CR was never created, or one the
+// database brought back by losing the transaction that took it down).
 func (r *Reconciler) TakeSignal() { r.queue.Add(Request{Signal: true}) }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=get;list;watch;delete
