@@ -2,9 +2,13 @@ package testenv
 
 import (
 	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -36,6 +40,34 @@ func GitRepositories(t testing.TB) (root string, env []string) {
 	run(work, "commit", "-m", "initial")
 	run(work, "push", filepath.Join(root, "repo.git"), "main")
 	return root, env
+}
+
+// GitHTTPSServer serves the repositories under root with git's own http-backend over TLS
+// on loopback, as a Git host serves private repositories: only to user with the password
+// password returns at the time of each request (so that a test can change it on the
+// server's side). env is the environment of GitRepositories.
+func GitHTTPSServer(t testing.TB, root string, env []string, user string, password func() string) *httptest.Server {
+	t.Helper()
+	cmd := exec.Command("git", "--exec-path")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git --exec-path: %v", err)
+	}
+	backend := &cgi.Handler{
+		Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=" + user},
+	}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password() {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // StallingListener accepts TCP connections on loopback and never answers on them, like a

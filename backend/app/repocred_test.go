@@ -3,13 +3,7 @@ package app_test
 import (
 	"encoding/base64"
 	"encoding/pem"
-	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +16,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	"github.com/gitops-service/gitops-service/backend/app"
 )
 
@@ -43,43 +38,8 @@ func gitServer(t *testing.T) *httptest.Server {
 // each request, so that a test can change it on the server side.
 func gitServerWithPassword(t *testing.T, password *atomic.Value) *httptest.Server {
 	t.Helper()
-	root := t.TempDir()
-	work := t.TempDir()
-	env := append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=test", "GIT_AUTHOR_EMAIL=test@example.com",
-		"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.com")
-	run := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	run(root, "init", "--bare", "repo.git")
-	run(work, "init", "-b", "main")
-	if err := os.WriteFile(filepath.Join(work, "README"), []byte("hello\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run(work, "add", "README")
-	run(work, "commit", "-m", "initial")
-	run(work, "push", filepath.Join(root, "repo.git"), "main")
-	backend := &cgi.Handler{
-		Path: filepath.Join(run(root, "--exec-path"), "git-http-backend"),
-		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=" + gitUser},
-	}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != gitUser || p != password.Load().(string) {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		backend.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	root, env := testenv.GitRepositories(t)
+	return testenv.GitHTTPSServer(t, root, env, gitUser, func() string { return password.Load().(string) })
 }
 
 func (h *harness) newRepositoryCredential(name, repository string, secretType corev1.SecretType, data map[string][]byte) *v1.GitOpsDeploymentRepositoryCredential {

@@ -4,12 +4,7 @@ import (
 	"context"
 	"encoding/pem"
 	"net"
-	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,30 +20,11 @@ const (
 	gitPassword = "pat-0123456789"
 )
 
-// httpsGitServer serves root with git's own http-backend over TLS on loopback, to gitUser
-// with gitPassword, as a Git host serves a private repository.
+// httpsGitServer serves root to gitUser with gitPassword, as a Git host serves a private
+// repository.
 func httpsGitServer(t *testing.T, root string, env []string) *httptest.Server {
 	t.Helper()
-	cmd := exec.Command("git", "--exec-path")
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend := &cgi.Handler{
-		Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
-		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=" + gitUser},
-	}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != gitUser || p != gitPassword {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		backend.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	return testenv.GitHTTPSServer(t, root, env, gitUser, func() string { return gitPassword })
 }
 
 // Verify against a real Git server over https: each answer of the server becomes the
