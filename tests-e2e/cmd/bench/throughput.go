@@ -103,7 +103,7 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 		}
 		profiled <- p
 	}()
-	if tp.PipelineAppsSeconds, tp.PipelineStatusSeconds, tp.PipelineFirstAppSeconds, err = b.pipeline(ctx, size); err != nil {
+	if err := b.pipeline(ctx, size, tp); err != nil {
 		return nil, err
 	}
 	tp.APIServer = <-profiled
@@ -176,27 +176,28 @@ func createNamespaces(ctx context.Context, c client.Client, n int) ([]string, er
 	return names, nil
 }
 
-// pipeline creates N GitOpsDeployments and returns when the cluster-agent had created all
-// N Argo CD Applications and when all N GitOpsDeployments showed the written status,
+// pipeline creates N GitOpsDeployments and records in tp when the cluster-agent had created
+// all N Argo CD Applications and when all N GitOpsDeployments showed the written status,
 // watching both (not polling).
-func (b *bench) pipeline(ctx context.Context, size int) (apps, statuses, firstApp float64, err error) {
-	// The API server ends a watch now and then; a new one starts with an Added event for
-	// every object that exists, which the loop below counts idempotently.
-	watchApps := func() (watch.Interface, error) {
-		return b.c.Watch(ctx, &argov1alpha1.ApplicationList{}, client.InNamespace(stack.EngineNamespace),
-			client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue})
-	}
-	watchDeployments := func() (watch.Interface, error) { return b.c.Watch(ctx, &v1.GitOpsDeploymentList{}) }
-	appsW, err := watchApps()
+func (b *bench) pipeline(ctx context.Context, size int, tp *Throughput) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	appsOpts := []client.ListOption{client.InNamespace(stack.EngineNamespace),
+		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue}}
+	appsVersion, err := currentVersion(ctx, b.c, &argov1alpha1.ApplicationList{}, appsOpts...)
 	if err != nil {
-		return 0, 0, 0, err
+		return err
 	}
-	defer func() { appsW.Stop() }()
-	deplW, err := watchDeployments()
+	deplVersion, err := currentVersion(ctx, b.c, &v1.GitOpsDeploymentList{})
 	if err != nil {
-		return 0, 0, 0, err
+		return err
 	}
-	defer func() { deplW.Stop() }()
+	appsW := watchFrom(ctx, b.c, &argov1alpha1.ApplicationList{}, appsVersion, appsOpts...)
+	deplW := watchFrom(ctx, b.c, &v1.GitOpsDeploymentList{}, deplVersion)
+	writerRestarts := b.writer.watchRestarts()
+	defer func() {
+		tp.BenchWatchRestarts = appsW.restarts.Load() + deplW.restarts.Load() + b.writer.watchRestarts() - writerRestarts
+	}()
 	start := time.Now()
 	createErr := make(chan error, 1)
 	go func() {
@@ -208,39 +209,27 @@ func (b *bench) pipeline(ctx context.Context, size int) (apps, statuses, firstAp
 	timeout := time.After(b.cfg.PhaseTimeout)
 	for len(seen) < size || len(populated) < size {
 		select {
-		case ev, ok := <-appsW.ResultChan():
-			if !ok {
-				if appsW, err = watchApps(); err != nil {
-					return 0, 0, 0, fmt.Errorf("watching Applications again after %d: %w", len(seen), err)
-				}
-				continue
-			}
+		case ev := <-appsW.events:
 			if ev.Type == watch.Added {
 				seen[ev.Object.(client.Object).GetName()] = true
 				if len(seen) == 1 {
-					firstApp = time.Since(start).Seconds()
+					tp.PipelineFirstAppSeconds = time.Since(start).Seconds()
 				}
 				if len(seen) == size {
-					apps = time.Since(start).Seconds()
+					tp.PipelineAppsSeconds = time.Since(start).Seconds()
 				}
 			}
-		case ev, ok := <-deplW.ResultChan():
-			if !ok {
-				if deplW, err = watchDeployments(); err != nil {
-					return 0, 0, 0, fmt.Errorf("watching GitOpsDeployments again after %d statuses: %w", len(populated), err)
-				}
-				continue
-			}
+		case ev := <-deplW.events:
 			d, isDepl := ev.Object.(*v1.GitOpsDeployment)
 			if isDepl && (ev.Type == watch.Added || ev.Type == watch.Modified) && showsWriterStatus(d) {
 				populated[client.ObjectKeyFromObject(d)] = true
 				if len(populated) == size {
-					statuses = time.Since(start).Seconds()
+					tp.PipelineStatusSeconds = time.Since(start).Seconds()
 				}
 			}
 		case err := <-createErr:
 			if err != nil {
-				return 0, 0, 0, err
+				return err
 			}
 		case <-timeout:
 			err := fmt.Errorf("after %s: %d of %d Applications, %d of %d statuses",
@@ -248,10 +237,10 @@ func (b *bench) pipeline(ctx context.Context, size int) (apps, statuses, firstAp
 			if werr := b.writer.failed(); werr != nil {
 				err = fmt.Errorf("%w (status writer: %w)", err, werr)
 			}
-			return 0, 0, 0, err
+			return err
 		}
 	}
-	return apps, statuses, firstApp, nil
+	return nil
 }
 
 // showsWriterStatus reports whether a GitOpsDeployment's status shows what the status

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
@@ -24,8 +25,10 @@ const writerRevision = "0123456789abcdef0123456789abcdef01234567"
 // floor's Applications and the pipeline's get the same writer, so that the two "statuses
 // populated" times compare.
 type statusWriter struct {
-	c     client.WithWatch
-	queue chan client.ObjectKey
+	c client.WithWatch
+	// queue has no bound, so that a watch never waits for the writes: the API server ends
+	// a watcher that falls behind.
+	queue workqueue.TypedInterface[client.ObjectKey]
 
 	mu      sync.Mutex
 	seen    map[client.ObjectKey]bool
@@ -33,6 +36,7 @@ type statusWriter struct {
 	last    map[string]time.Time // by namespace: when the latest write completed
 	changed chan struct{}        // closed (and replaced) on every write
 	err     error                // the first error that stopped the writer
+	watches []*resumingWatch
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -44,7 +48,7 @@ var writerPatch = []byte(fmt.Sprintf(`{"status":{"sync":{"status":%q,"revision":
 
 func startStatusWriter(ctx context.Context, c client.WithWatch, namespaces []string, concurrency int) *statusWriter {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &statusWriter{c: c, queue: make(chan client.ObjectKey, 4096), seen: map[client.ObjectKey]bool{},
+	w := &statusWriter{c: c, queue: workqueue.NewTyped[client.ObjectKey](), seen: map[client.ObjectKey]bool{},
 		written: map[string]int{}, last: map[string]time.Time{}, changed: make(chan struct{}), cancel: cancel}
 	for _, ns := range namespaces {
 		w.wg.Add(1)
@@ -65,68 +69,63 @@ func startStatusWriter(ctx context.Context, c client.WithWatch, namespaces []str
 
 func (w *statusWriter) stop() {
 	w.cancel()
+	w.queue.ShutDown()
 	w.wg.Wait()
 }
 
-// watch queues every Application of namespace once: those listed, then those added,
-// listing again when the watch ends.
+// watch queues every Application of namespace once: those listed, then those added.
 func (w *statusWriter) watch(ctx context.Context, namespace string) {
-	for ctx.Err() == nil {
-		list := &argov1alpha1.ApplicationList{}
-		if err := w.c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-			w.retryAfter(ctx, err)
-			continue
+	list := &argov1alpha1.ApplicationList{}
+	for {
+		err := w.c.List(ctx, list, client.InNamespace(namespace))
+		if err == nil {
+			break
 		}
-		for i := range list.Items {
-			w.enqueue(ctx, client.ObjectKeyFromObject(&list.Items[i]))
+		if ctx.Err() != nil {
+			return
 		}
-		wi, err := w.c.Watch(ctx, &argov1alpha1.ApplicationList{},
-			&client.ListOptions{Namespace: namespace, Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
-		if err != nil {
-			w.retryAfter(ctx, err)
-			continue
-		}
-		for ev := range wi.ResultChan() {
-			if ev.Type == watch.Added || ev.Type == watch.Modified {
-				if o, ok := ev.Object.(client.Object); ok {
-					w.enqueue(ctx, client.ObjectKeyFromObject(o))
-				}
-			}
-		}
-		wi.Stop()
-	}
-}
-
-func (w *statusWriter) retryAfter(ctx context.Context, err error) {
-	if ctx.Err() == nil {
 		progress("status writer: %v (retrying)", err)
+		sleep(ctx)
 	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(time.Second):
+	for i := range list.Items {
+		w.enqueue(client.ObjectKeyFromObject(&list.Items[i]))
+	}
+	wi := watchFrom(ctx, w.c, &argov1alpha1.ApplicationList{}, list.ResourceVersion, client.InNamespace(namespace))
+	w.mu.Lock()
+	w.watches = append(w.watches, wi)
+	w.mu.Unlock()
+	for ev := range wi.events {
+		if o, ok := ev.Object.(client.Object); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+			w.enqueue(client.ObjectKeyFromObject(o))
+		}
 	}
 }
 
-func (w *statusWriter) enqueue(ctx context.Context, key client.ObjectKey) {
+// watchRestarts is how often the API server ended the writer's watches.
+func (w *statusWriter) watchRestarts() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var n int64
+	for _, wi := range w.watches {
+		n += wi.restarts.Load()
+	}
+	return n
+}
+
+func (w *statusWriter) enqueue(key client.ObjectKey) {
 	w.mu.Lock()
 	dup := w.seen[key]
 	w.seen[key] = true
 	w.mu.Unlock()
-	if dup {
-		return
-	}
-	select {
-	case w.queue <- key:
-	case <-ctx.Done():
+	if !dup {
+		w.queue.Add(key)
 	}
 }
 
 func (w *statusWriter) work(ctx context.Context) {
 	for {
-		var key client.ObjectKey
-		select {
-		case key = <-w.queue:
-		case <-ctx.Done():
+		key, shutdown := w.queue.Get()
+		if shutdown {
 			return
 		}
 		app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
@@ -148,6 +147,7 @@ func (w *statusWriter) work(ctx context.Context) {
 		close(w.changed)
 		w.changed = make(chan struct{})
 		w.mu.Unlock()
+		w.queue.Done(key)
 	}
 }
 
