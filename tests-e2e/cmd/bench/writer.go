@@ -32,6 +32,7 @@ type statusWriter struct {
 
 	mu      sync.Mutex
 	seen    map[client.ObjectKey]bool
+	arrived map[string]*arrivals // by namespace: when the writer saw its Applications appear
 	written map[string]int       // by namespace
 	last    map[string]time.Time // by namespace: when the latest write completed
 	changed chan struct{}        // closed (and replaced) on every write
@@ -49,6 +50,7 @@ var writerPatch = []byte(fmt.Sprintf(`{"status":{"sync":{"status":%q,"revision":
 func startStatusWriter(ctx context.Context, c client.WithWatch, namespaces []string, concurrency int) *statusWriter {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &statusWriter{c: c, queue: workqueue.NewTyped[client.ObjectKey](), seen: map[client.ObjectKey]bool{},
+		arrived: map[string]*arrivals{},
 		written: map[string]int{}, last: map[string]time.Time{}, changed: make(chan struct{}), cancel: cancel}
 	for _, ns := range namespaces {
 		w.wg.Add(1)
@@ -112,14 +114,41 @@ func (w *statusWriter) watchRestarts() int64 {
 	return n
 }
 
+// arrivals counts the Applications of one namespace as the writer sees them appear.
+type arrivals struct {
+	n           int
+	first, last time.Time
+}
+
 func (w *statusWriter) enqueue(key client.ObjectKey) {
+	now := time.Now()
 	w.mu.Lock()
 	dup := w.seen[key]
 	w.seen[key] = true
+	if !dup {
+		a := w.arrived[key.Namespace]
+		if a == nil {
+			a = &arrivals{first: now}
+			w.arrived[key.Namespace] = a
+		}
+		a.n++
+		a.last = now
+	}
 	w.mu.Unlock()
 	if !dup {
 		w.queue.Add(key)
 	}
+}
+
+// arrivalsIn is how many Applications of namespace the writer saw appear, the first and the
+// last when.
+func (w *statusWriter) arrivalsIn(namespace string) arrivals {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if a := w.arrived[namespace]; a != nil {
+		return *a
+	}
+	return arrivals{}
 }
 
 func (w *statusWriter) work(ctx context.Context) {
