@@ -26,11 +26,12 @@ func main() {
 // controllers.
 func newCommand(opts *app.Options, setup func(context.Context, ctrl.Manager, logr.Logger) error) *cobra.Command {
 	return manageropts.Command{
-		Name:        "appstudio-controller",
-		Summary:     "Translates Environments, SnapshotEnvironmentBindings, PromotionRuns and DeploymentTargets into core GitOps Service resources.",
-		MetricsAddr: ":8084",
-		ProbeAddr:   ":8085",
-		BindFlags:   opts.BindFlags,
-		Setup:       setup,
+		Name:           "appstudio-controller",
+		Summary:        "Translates Environments, SnapshotEnvironmentBindings, PromotionRuns and DeploymentTargets into core GitOps Service resources.",
+		MetricsAddr:    ":8084",
+		ProbeAddr:      ":8085",
+		BindFlags:      opts.BindFlags,
+		ManagerOptions: app.ManagerOptions,
+		Setup:          setup,
 	}.NewCommand()
 }

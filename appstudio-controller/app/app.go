@@ -26,6 +26,7 @@ import (
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/sandbox"
 	"github.com/gitops-service/gitops-service/appstudio-controller/internal/webhook"
 	"github.com/gitops-service/gitops-service/backend-shared/certmetrics"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
 // Options are the appstudio-controller's own flags.
@@ -75,6 +76,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Set a deleted DeploymentTarget's phase to Failed when its provisioner's finalizer is still there after this long.")
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (port 9443, serving certificate tls.crt/tls.key in /tmp/k8s-webhook-server/serving-certs).")
 }
+
+// ManagerOptions adjusts the appstudio-controller's manager: Secrets are watched by their
+// metadata and read from the API server (manageropts.UncachedSecrets).
+func ManagerOptions(o *ctrl.Options) { manageropts.UncachedSecrets(o) }
 
 // Setup adds the controllers to mgr.
 func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {

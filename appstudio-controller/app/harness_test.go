@@ -120,7 +120,7 @@ func start(t *testing.T, mutate ...func(*app.Options)) *harness {
 	for _, m := range mutate {
 		m(opts)
 	}
-	cp.RunManager(t, []string{h.ns}, opts.Setup)
+	cp.RunManager(t, []string{h.ns}, opts.Setup, app.ManagerOptions)
 	return h
 }
 

@@ -27,23 +27,28 @@ func (cp *ControlPlane) NewNamespace(t testing.TB, prefix string) string {
 
 // RunManager runs a manager, set up by setup, until the test ends. Its cache sees only
 // namespaces (and cluster-scoped objects), so parallel tests that each run the service's
-// controllers do not reconcile each other's objects; controller names may repeat.
+// controllers do not reconcile each other's objects; controller names may repeat. options
+// adjust the manager's options as the binary's command does (its ManagerOptions).
 func (cp *ControlPlane) RunManager(t testing.TB, namespaces []string,
-	setup func(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error) {
+	setup func(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error, options ...func(*ctrl.Options)) {
 	t.Helper()
 	defaults := map[string]cache.Config{}
 	for _, ns := range namespaces {
 		defaults[ns] = cache.Config{}
 	}
 	skip := true
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 cp.Scheme,
 		Logger:                 testr.NewWithInterface(logUntilCleanup(t), testr.Options{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultNamespaces: defaults},
 		Controller:             config.Controller{SkipNameValidation: &skip},
-	})
+	}
+	for _, o := range options {
+		o(&opts)
+	}
+	mgr, err := ctrl.NewManager(cp.Config, opts)
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}

@@ -24,6 +24,10 @@ func NewCommand() *cobra.Command {
 	return newCommand((*Options).Setup)
 }
 
+// ManagerOptions adjusts the backend's manager: Secrets are watched by their metadata and
+// read from the API server (manageropts.UncachedSecrets).
+func ManagerOptions(o *ctrl.Options) { manageropts.UncachedSecrets(o) }
+
 // newCommand is NewCommand with setup adding the controllers (tests replace it).
 func newCommand(setup func(*Options, context.Context, ctrl.Manager, logr.Logger) error) *cobra.Command {
 	opts := &Options{}
@@ -34,6 +38,7 @@ func newCommand(setup func(*Options, context.Context, ctrl.Manager, logr.Logger)
 		ProbeAddr:       ":8081",
 		BindFlags:       opts.BindFlags,
 		DeprecatedFlags: DeprecatedFlags,
+		ManagerOptions:  ManagerOptions,
 		Setup: func(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
 			return setup(opts, ctx, mgr, log)
 		},

@@ -69,7 +69,7 @@ func startBackend(t *testing.T, mutate ...func(*app.Options)) *harness {
 	for _, m := range mutate {
 		m(opts)
 	}
-	cp.RunManager(t, []string{h.tenant, h.other, h.engine}, opts.Setup)
+	cp.RunManager(t, []string{h.tenant, h.other, h.engine}, opts.Setup, app.ManagerOptions)
 	return h
 }
 

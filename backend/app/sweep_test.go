@@ -43,7 +43,7 @@ func TestSweepRemovesWhatWasDeletedWhileTheBackendWasDown(t *testing.T) {
 	var gone, control, inDoomed *v1.GitOpsDeployment
 	var doomedTenant *db.Tenant
 	t.Run("first backend", func(t *testing.T) {
-		cp.RunManager(t, []string{h.tenant, h.engine, doomedNS}, options(0).Setup) // stops when this subtest ends
+		cp.RunManager(t, []string{h.tenant, h.engine, doomedNS}, options(0).Setup, app.ManagerOptions) // stops when this subtest ends
 		gone = h.newDeployment("gone", v1.GitOpsDeploymentSpecTypeAutomated)
 		control = h.newDeployment("control", v1.GitOpsDeploymentSpecTypeAutomated)
 		h.application(gone.UID)
@@ -81,7 +81,7 @@ func TestSweepRemovesWhatWasDeletedWhileTheBackendWasDown(t *testing.T) {
 	_, err := h.store.GetApplication(h.ctx, h.db, tenant.ID, string(gone.UID))
 	h.g.Expect(err).NotTo(HaveOccurred(), "nobody removed the row yet")
 
-	cp.RunManager(t, []string{h.tenant, h.engine}, options(time.Second).Setup)
+	cp.RunManager(t, []string{h.tenant, h.engine}, options(time.Second).Setup, app.ManagerOptions)
 
 	// The deleted deployment: row and mapping gone, a deletion Operation with its CR.
 	h.g.Eventually(func() error {

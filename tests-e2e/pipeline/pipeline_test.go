@@ -69,7 +69,7 @@ func startService(t *testing.T, mutate ...func(*backend.Options)) *service {
 	for _, m := range mutate {
 		m(backendOpts)
 	}
-	cp.RunManager(t, []string{s.tenant, s.engine}, backendOpts.Setup)
+	cp.RunManager(t, []string{s.tenant, s.engine}, backendOpts.Setup, backend.ManagerOptions)
 	s.startAgent(s.engine)
 	return s
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -63,8 +64,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appstudio.Environment{}).
 		Owns(&v1.GitOpsDeploymentManagedEnvironment{}).
-		Owns(&corev1.Secret{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.forSecret)).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.forSecret), builder.OnlyMetadata).
 		Watches(&appstudio.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.forClaim)).
 		Watches(&appstudio.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(r.forTarget)).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).

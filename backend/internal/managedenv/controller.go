@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
@@ -80,7 +81,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	limiter := tenantcap.Limit(r, tenantcap.PerTenant(r.MaxConcurrentReconciles))
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentManagedEnvironment{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentManagedEnvironmentList{} }, indexes.ManagedEnvironmentSecret))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentManagedEnvironmentList{} }, indexes.ManagedEnvironmentSecret)), builder.OnlyMetadata).
 		WatchesRawSource(r.Queue.Source()).
 		WatchesRawSource(limiter.Source()).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
@@ -85,7 +86,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	limiter := tenantcap.Limit(r, tenantcap.PerTenant(r.MaxConcurrentReconciles))
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentRepositoryCredential{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentRepositoryCredentialList{} }, indexes.RepositoryCredentialSecret))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentRepositoryCredentialList{} }, indexes.RepositoryCredentialSecret)), builder.OnlyMetadata).
 		WatchesRawSource(r.Queue.Source()).
 		WatchesRawSource(limiter.Source()).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
