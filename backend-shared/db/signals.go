@@ -2,6 +2,8 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -62,6 +64,46 @@ func (s *Store) MarkSignalCRCreated(ctx context.Context, idb bun.IDB, engineInst
 	_, err := idb.NewUpdate().Model((*OperationSignal)(nil)).Set("cr_created = true").
 		Where("engine_instance_id = ? AND operation_id = ?", engineInstanceID, operationID).Exec(ctx)
 	return translate(err)
+}
+
+// ReviveSignal makes the signal of an engine instance, if one is up, stand for the
+// instance's newest Waiting operation, whose CR the caller then creates (CRCreated is false
+// until it does), and returns that operation; with no operation Waiting it takes the
+// signal down. It returns nil when it leaves no signal up. A database that lost the
+// cluster-agent's ReleaseSignal (a crash with asynchronous commit, a failover to an
+// asynchronous replica) brings back a signal whose CR the agent took long ago: every
+// operation written under it would wait for the agent's sweep, and a new CR wakes the agent
+// now. Under the exclusive advisory lock no writer is between its RaiseSignal and commit.
+func (s *Store) ReviveSignal(ctx context.Context, idb bun.IDB, engineInstanceID string) (*Operation, error) {
+	var newest *Operation
+	err := idb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		newest = nil
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, hashtext(?))", signalLockClass, engineInstanceID); err != nil {
+			return err
+		}
+		op := new(Operation)
+		err := tx.NewSelect().Model(op).
+			Where("op.engine_instance_id = ? AND op.state = ?", engineInstanceID, OperationWaiting).
+			Order("op.created_at DESC", "op.id DESC").Limit(1).Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			_, err = tx.NewDelete().Model((*OperationSignal)(nil)).Where("engine_instance_id = ?", engineInstanceID).Exec(ctx)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		res, err := tx.NewUpdate().Model((*OperationSignal)(nil)).Set("operation_id = ?, cr_created = false", op.ID).
+			Where("engine_instance_id = ?", engineInstanceID).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err // no signal up: nothing to revive
+		}
+		newest = op
+		return nil
+	})
+	return newest, translate(err)
 }
 
 // ListWaitingOperations returns the Waiting operations of an engine instance, oldest first.

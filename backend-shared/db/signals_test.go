@@ -80,6 +80,57 @@ func TestOneSignalStandsForEveryOperationUntilAllAreTaken(t *testing.T) {
 	g.Expect(raised).To(BeTrue(), "once released, the next operation raises it again")
 }
 
+// A signal the database brought back (its release lost, its CR long taken) is revived for
+// the newest Waiting operation, whose CR the backend then creates; one with nothing Waiting
+// is taken down, and none is raised where none was up.
+func TestReviveSignal(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name       string
+		signalUp   bool
+		waiting    int // operations still Waiting, of three written
+		wantNewest bool
+	}{
+		{name: "up, operations waiting: it stands for the newest", signalUp: true, waiting: 2, wantNewest: true},
+		{name: "up, nothing waiting: taken down", signalUp: true, waiting: 0},
+		{name: "down, an operation waiting: none raised", signalUp: false, waiting: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			g, f := g(t), newFixture(t)
+			var ops []*db.Operation
+			for range 3 {
+				op, _ := f.writeSignalled(t, f.instance.ID, 0)
+				ops = append(ops, op)
+			}
+			g.Expect(f.store.MarkSignalCRCreated(f.ctx, f.db, f.instance.ID, ops[0].ID)).To(Succeed())
+			for _, op := range ops[:3-c.waiting] {
+				_, err := f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, op.ID, db.OperationCompleted, "done")
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			if !c.signalUp {
+				_, err := f.db.NewDelete().Model((*db.OperationSignal)(nil)).Where("engine_instance_id = ?", f.instance.ID).Exec(f.ctx)
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+
+			newest, err := f.store.ReviveSignal(f.ctx, f.db, f.instance.ID)
+			g.Expect(err).NotTo(HaveOccurred())
+			sig, sigErr := f.store.GetSignal(f.ctx, f.db, f.instance.ID)
+			if !c.wantNewest {
+				g.Expect(newest).To(BeNil())
+				g.Expect(sigErr).To(MatchError(db.ErrNotFound), "no signal left up")
+				return
+			}
+			g.Expect(newest).NotTo(BeNil())
+			g.Expect(newest.ID).To(Equal(ops[2].ID))
+			g.Expect(sigErr).NotTo(HaveOccurred())
+			g.Expect(sig.OperationID).To(Equal(ops[2].ID))
+			g.Expect(sig.CRCreated).To(BeFalse(), "its CR is yet to be created")
+		})
+	}
+}
+
 // TestNoOperationIsLeftWithoutASignal races writers against an agent that only wakes when
 // a writer raised the signal (as it only wakes on a CR): whatever the interleaving, every
 // operation is taken and no signal is left up.

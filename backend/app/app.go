@@ -203,7 +203,8 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	if err := rebalancer.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(&opsignal.Outstanding{Signaller: signaller, Store: store}); err != nil {
+	outstanding := opsignal.NewOutstanding(signaller, store)
+	if err := mgr.Add(outstanding); err != nil {
 		return err
 	}
 	router := notifyroute.NewRouter(mgr.GetClient(), database, store, log.WithName("events"),
@@ -274,10 +275,15 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		return err
 	}
 	listener := &notify.Listener{
-		Config:      o.Database,
-		Channels:    router.Channels(),
-		Handler:     router.Handle,
-		OnReconnect: router.Resync,
+		Config:   o.Database,
+		Channels: router.Channels(),
+		Handler:  router.Handle,
+		// Notifications were lost, and so may have been commits: the cluster-agent's
+		// release of a signal among them.
+		OnReconnect: func(ctx context.Context) {
+			router.Resync(ctx)
+			outstanding.Again()
+		},
 	}
 	if err := mgr.Add(listener); err != nil {
 		return err

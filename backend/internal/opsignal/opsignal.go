@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	"github.com/uptrace/bun"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,40 +119,81 @@ func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, operation
 	return s.Store.MarkSignalCRCreated(ctx, s.DB, engine.ID, operationID)
 }
 
-// PendingStore is the part of the database Outstanding reads.
+// PendingStore is the part of the database Outstanding uses.
 type PendingStore interface {
 	ListSignals(ctx context.Context, idb bun.IDB) ([]db.OperationSignal, error)
+	ReviveSignal(ctx context.Context, idb bun.IDB, engineInstanceID string) (*db.Operation, error)
 }
 
-// Outstanding is a leader-elected Runnable that, once when the backend starts, creates the
-// CR of every signal that is up. A backend killed between a transaction's commit and its CR
-// leaves a signal without one, which no reconcile may create again (a deleted
-// GitOpsDeployment is not reconciled again); creating a CR that exists is a no-op.
+// Outstanding is a leader-elected Runnable that gives every signal that is up the CR of
+// its instance's newest Waiting operation (db.ReviveSignal): once when the backend starts,
+// and again whenever Again is called, as it is after the backend's connection to the
+// database was lost. A backend killed between a transaction's commit and its CR leaves a
+// signal without one, which no reconcile may create again (a deleted GitOpsDeployment is
+// not reconciled again). A database that lost the cluster-agent's release of a signal (a
+// crash with asynchronous commit, a failover to an asynchronous replica; either ends every
+// connection) brings the signal back with its CR long taken, and the operations written
+// under it since have none: without a new CR they would wait for the agent's sweep. When
+// the agent is already taking the signal, the new CR costs it nothing.
 type Outstanding struct {
-	Signaller *Signaller
-	Store     PendingStore
+	signaller *Signaller
+	store     PendingStore
+	again     chan struct{}
+}
+
+// NewOutstanding returns an Outstanding that creates CRs with signaller.
+func NewOutstanding(signaller *Signaller, store PendingStore) *Outstanding {
+	return &Outstanding{signaller: signaller, store: store, again: make(chan struct{}, 1)}
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
 func (o *Outstanding) NeedLeaderElection() bool { return true }
 
-// Start implements manager.Runnable; it returns once done, logging what failed (the
-// agents' sweeps take up a signal left without a CR too).
+// Again has the leader revive the signals that are up once more; it never blocks. On a
+// replica that is not the leader it is remembered until the replica leads.
+func (o *Outstanding) Again() {
+	select {
+	case o.again <- struct{}{}:
+	default:
+	}
+}
+
+// Start implements manager.Runnable: it revives the signals, then again on each call of
+// Again, until ctx ends. Failures are logged (a later reconcile that finds its operations
+// Waiting creates a missing CR, and the agents' sweeps take up a signal too).
 func (o *Outstanding) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("outstanding-operations")
-	sigs, err := o.Store.ListSignals(ctx, o.Signaller.DB)
+	for {
+		o.revive(ctx, log)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-o.again:
+		}
+	}
+}
+
+func (o *Outstanding) revive(ctx context.Context, log logr.Logger) {
+	sigs, err := o.store.ListSignals(ctx, o.signaller.DB)
 	if err != nil {
 		log.Error(err, "Listing signals failed")
-		return nil
+		return
 	}
 	created := 0
 	for _, sig := range sigs {
-		engine, err := o.Signaller.Store.GetEngineInstance(ctx, o.Signaller.DB, sig.EngineInstanceID)
+		newest, err := o.store.ReviveSignal(ctx, o.signaller.DB, sig.EngineInstanceID)
+		if err == nil && newest == nil {
+			continue // taken down meanwhile, or nothing was Waiting
+		}
+		var engine *db.EngineInstance
 		if err == nil {
-			err = o.Signaller.CR(ctx, engine, sig.OperationID)
+			engine, err = o.signaller.Store.GetEngineInstance(ctx, o.signaller.DB, sig.EngineInstanceID)
+		}
+		if err == nil {
+			err = o.signaller.CR(ctx, engine, newest.ID)
 		}
 		if err != nil {
-			log.Error(err, "Creating the CR of a signal failed", "operation", sig.OperationID, "engineInstance", sig.EngineInstanceID)
+			log.Error(err, "Creating the CR of a signal failed", "engineInstance", sig.EngineInstanceID)
 			continue
 		}
 		created++
@@ -159,5 +201,4 @@ func (o *Outstanding) Start(ctx context.Context) error {
 	if created > 0 {
 		log.Info("Signalled the unfinished operations", "signals", created)
 	}
-	return nil
 }
