@@ -240,6 +240,8 @@ func markdown(res *Result, charts []string) string {
 			cpu = append(cpu, fmt.Sprintf("%s %.1f", p, tp.CPUSeconds[p]))
 		}
 		row("P1", "CPU seconds during the pipeline phase", strings.Join(cpu, ", "), "", "")
+		row("P1", "CPU per deployment, pipeline / floor (both phases keep the cores busy: the ratio of times follows)",
+			cpuPerDeployment(tp.CPUSeconds, tp.FloorCPUSeconds, tp.N), "", "")
 	}
 	if l := res.StatusLatency; l != nil {
 		row("P2", fmt.Sprintf("status latency p50 / p95 / p99 (max), %d samples", len(l.SamplesMillis)),
@@ -338,4 +340,21 @@ func scalingChart(tps []Throughput) chart {
 			mk("pipeline: statuses populated", 3, false, func(tp Throughput) float64 { return tp.PipelineStatusSeconds }),
 			mk("target: 1.3 x floor statuses", 4, true, func(tp Throughput) float64 { return targetRatio * tp.FloorStatusSeconds }),
 		}}
+}
+
+// cpuPerDeployment lists each program's CPU per deployment in the pipeline and the floor
+// phase, in milliseconds, and the totals; programs without CPU in either are left out.
+func cpuPerDeployment(pipeline, floor map[string]float64, n int) string {
+	ms := func(seconds float64) float64 { return 1000 * seconds / float64(n) }
+	var parts []string
+	var total, floorTotal float64
+	for _, p := range programs {
+		if pipeline[p] < 0.005 && floor[p] < 0.005 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f / %.1f", p, ms(pipeline[p]), ms(floor[p])))
+		total += pipeline[p]
+		floorTotal += floor[p]
+	}
+	return strings.Join(append(parts, fmt.Sprintf("total %.1f / %.1f ms", ms(total), ms(floorTotal))), ", ")
 }

@@ -39,3 +39,11 @@ func TestWritesCountOnlyWriteVerbsByResource(t *testing.T) {
 		t.Errorf("summary %q", s)
 	}
 }
+
+func TestCPUPerDeploymentListsEachProgramAndTheTotals(t *testing.T) {
+	got := cpuPerDeployment(map[string]float64{"kube-apiserver": 171, "postgres": 40, "etcd": 0},
+		map[string]float64{"kube-apiserver": 67, "etcd": 0.001}, 10000)
+	if want := "kube-apiserver 17.1 / 6.7, postgres 4.0 / 0.0, total 21.1 / 6.7 ms"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
