@@ -203,7 +203,10 @@ func (b *bench) pipeline(ctx context.Context, size int, tp *Throughput) error {
 	timeout := time.After(b.cfg.PhaseTimeout)
 	for len(populated) < size {
 		select {
-		case ev := <-deployments.events:
+		case ev, ok := <-deployments.events:
+			if !ok {
+				return fmt.Errorf("watching GitOpsDeployments: %w", ctx.Err())
+			}
 			d, isDepl := ev.Object.(*v1.GitOpsDeployment)
 			if isDepl && (ev.Type == watch.Added || ev.Type == watch.Modified) && showsWriterStatus(d) {
 				populated[client.ObjectKeyFromObject(d)] = true
@@ -224,7 +227,7 @@ func (b *bench) pipeline(ctx context.Context, size int, tp *Throughput) error {
 	tp.PipelineStatusSeconds = time.Since(start).Seconds()
 	// A status shows what the writer wrote on its Application, so the writer saw all N.
 	apps := b.writer.arrivalsIn(stack.EngineNamespace)
-	if apps.n != size {
+	if apps.n < size {
 		return fmt.Errorf("the status writer saw %d Applications appear in %s, want %d", apps.n, stack.EngineNamespace, size)
 	}
 	tp.PipelineFirstAppSeconds, tp.PipelineAppsSeconds = apps.first.Sub(start).Seconds(), apps.last.Sub(start).Seconds()

@@ -36,28 +36,36 @@ func watchFrom(ctx context.Context, c client.WithWatch, list client.ObjectList, 
 			o.Raw = &metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true}
 			wi, err := c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), o)
 			if err != nil {
+				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+					resourceVersion = ""
+				}
 				if ctx.Err() == nil {
 					progress("watching %T again: %v", list, err)
 				}
 				sleep(ctx)
 				continue
 			}
-			resourceVersion = w.deliver(ctx, wi, resourceVersion)
+			var failed bool
+			resourceVersion, failed = w.deliver(ctx, wi, resourceVersion)
 			wi.Stop()
 			w.restarts.Add(1)
+			if failed {
+				sleep(ctx)
+			}
 		}
 	}()
 	return w
 }
 
-// deliver passes wi's events on and returns the resource version to start again from.
-func (w *resumingWatch) deliver(ctx context.Context, wi watch.Interface, resourceVersion string) string {
+// deliver passes wi's events on and returns the resource version to start again from, and
+// whether the watch ended with an error (then the caller waits before starting again).
+func (w *resumingWatch) deliver(ctx context.Context, wi watch.Interface, resourceVersion string) (string, bool) {
 	for ev := range wi.ResultChan() {
 		if ev.Type == watch.Error {
 			if status, ok := apierrors.FromObject(ev.Object).(apierrors.APIStatus); ok && status.Status().Code == http.StatusGone {
-				return ""
+				return "", false
 			}
-			continue
+			return resourceVersion, true
 		}
 		if o, err := meta.Accessor(ev.Object); err == nil && o.GetResourceVersion() != "" {
 			resourceVersion = o.GetResourceVersion()
@@ -68,10 +76,10 @@ func (w *resumingWatch) deliver(ctx context.Context, wi watch.Interface, resourc
 		select {
 		case w.events <- ev:
 		case <-ctx.Done():
-			return resourceVersion
+			return resourceVersion, false
 		}
 	}
-	return resourceVersion
+	return resourceVersion, false
 }
 
 // currentVersion is the resource version of list's kind now: a watch from it sees only
