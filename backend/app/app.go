@@ -316,7 +316,7 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 // for, with their readiness and the expiry of their certificates.
 func (o *Options) setupWebhooks(mgr ctrl.Manager, log logr.Logger) error {
 	if o.GitWebhookAddr != "" && o.GitWebhookAddr != "0" {
-		if err := gitwebhook.Serve(mgr, o.GitWebhookAddr, o.GitWebhookCertDir, &gitwebhook.Receiver{Client: mgr.GetClient()}); err != nil {
+		if err := gitwebhook.Serve(mgr, o.GitWebhookAddr, o.GitWebhookCertDir, &gitwebhook.Receiver{Client: mgr.GetClient(), Cache: mgr.GetCache()}); err != nil {
 			return err
 		}
 		certmetrics.Watch("git-webhook", filepath.Join(o.GitWebhookCertDir, "tls.crt"), log.WithName("metrics"))

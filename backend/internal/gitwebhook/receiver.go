@@ -1,6 +1,7 @@
 package gitwebhook
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,9 +57,13 @@ func init() { ctrlmetrics.Registry.MustRegister(requests) }
 // sets the refresh annotation of the namespace's GitOpsDeployments that deploy the pushed
 // branch.
 type Receiver struct {
-	// Client reads Secrets and GitOpsDeployments (from the manager's cache) and patches
+	// Client reads GitOpsDeployments (from the manager's cache) and the namespace's Secret
+	// (from the API server: the manager caches no Secret's contents), and patches
 	// GitOpsDeployments.
 	Client client.Client
+	// Cache, when set, is the manager's cache: the Secret is read only once its metadata
+	// is there, so that requests naming namespaces without one cost the API server nothing.
+	Cache client.Reader
 	// Rate and Burst limit each namespace's requests, so that a flood aimed at one tenant
 	// never slows another.
 	Rate  rate.Limit
@@ -100,7 +106,7 @@ func (r *Receiver) serve(req *http.Request, provider *string) (int, Result) {
 	}
 	ctx := req.Context()
 	secret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: SecretName}, secret); err != nil {
+	if err := r.getSecret(ctx, client.ObjectKey{Namespace: namespace, Name: SecretName}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return http.StatusNotFound, Result{Message: fmt.Sprintf("Git webhooks are not enabled for namespace %s: it has no Secret %s", namespace, SecretName)}
 		}
@@ -184,4 +190,17 @@ func (r *Receiver) limiter(namespace string) *rate.Limiter {
 		r.limiters[namespace] = l
 	}
 	return l
+}
+
+// getSecret reads the Secret at key, first looking for its metadata in the cache (the
+// backend watches the metadata of every Secret) when there is one.
+func (r *Receiver) getSecret(ctx context.Context, key client.ObjectKey, secret *corev1.Secret) error {
+	if r.Cache != nil {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		if err := r.Cache.Get(ctx, key, m); err != nil {
+			return err
+		}
+	}
+	return r.Client.Get(ctx, key, secret)
 }
