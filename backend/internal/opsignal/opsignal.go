@@ -11,12 +11,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/uptrace/bun"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
@@ -98,12 +100,19 @@ func (s *Signaller) CRs(ctx context.Context, ops ...*db.Operation) error {
 	return nil
 }
 
-// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=create
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=create;delete
 
 // CR creates the CR of the signal raised for operationID in the engine instance's
 // namespace, on the instance's engine cluster, and records that it exists. It is
 // idempotent, so a reconcile that crashed after commit creates it on its next run.
 func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, operationID string) error {
+	return s.createCR(ctx, engine, operationID, false)
+}
+
+// createCR is CR; with replace, a CR of that name that exists is deleted and created
+// again, since the cluster-agent acts on a CR's creation and the one that exists may be
+// one it took before the database lost what it did.
+func (s *Signaller) createCR(ctx context.Context, engine *db.EngineInstance, operationID string, replace bool) error {
 	cl, err := s.Clusters.For(ctx, engine.EngineClusterID)
 	if err != nil {
 		return err
@@ -112,11 +121,31 @@ func (s *Signaller) CR(ctx context.Context, engine *db.EngineInstance, operation
 		ObjectMeta: metav1.ObjectMeta{Name: v1.OperationName(operationID), Namespace: engine.NamespaceName},
 		Spec:       v1.OperationSpec{OperationID: operationID},
 	}
-	if err := cl.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+	err = cl.Create(ctx, cr.DeepCopy())
+	if apierrors.IsAlreadyExists(err) && replace {
+		err = s.recreate(ctx, cl, cr)
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		s.Clusters.Forget(engine.EngineClusterID)
 		return fmt.Errorf("creating Operation CR %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
 	return s.Store.MarkSignalCRCreated(ctx, s.DB, engine.ID, operationID)
+}
+
+// recreate deletes the Operation CR named as cr and creates cr. Without the right to
+// delete it there (an engine cluster's stored credentials may allow only create), the CR
+// that exists stays and the cluster-agent's sweep takes up the signal.
+func (s *Signaller) recreate(ctx context.Context, cl client.Client, cr *v1.Operation) error {
+	err := cl.Delete(ctx, cr.DeepCopy())
+	switch {
+	case apierrors.IsForbidden(err):
+		ctrl.LoggerFrom(ctx).Info("Not allowed to replace an Operation CR; the cluster-agent's sweep takes up its signal",
+			"namespace", cr.Namespace, "name", cr.Name)
+		return nil
+	case client.IgnoreNotFound(err) != nil:
+		return err
+	}
+	return cl.Create(ctx, cr)
 }
 
 // PendingStore is the part of the database Outstanding uses.
@@ -159,41 +188,49 @@ func (o *Outstanding) Again() {
 }
 
 // Start implements manager.Runnable: it revives the signals, then again on each call of
-// Again, until ctx ends. Failures are logged (a later reconcile that finds its operations
-// Waiting creates a missing CR, and the agents' sweeps take up a signal too).
+// Again, until ctx ends. A pass that failed (the database or an engine cluster not
+// answering yet) is logged and tried again with backoff; a later reconcile that finds its
+// operations Waiting creates a missing CR too, and the agents' sweeps take up a signal.
 func (o *Outstanding) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("outstanding-operations")
+	backoff := reviveMinBackoff
 	for {
-		o.revive(ctx, log)
+		var retry <-chan time.Time
+		if err := o.revive(ctx, log); err != nil {
+			retry = time.After(backoff)
+			backoff = min(2*backoff, reviveMaxBackoff)
+		} else {
+			backoff = reviveMinBackoff
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-o.again:
+		case <-retry:
 		}
 	}
 }
 
-func (o *Outstanding) revive(ctx context.Context, log logr.Logger) {
+// The wait before a failed pass of Outstanding is tried again.
+const (
+	reviveMinBackoff = time.Second
+	reviveMaxBackoff = time.Minute
+)
+
+// revive gives each signal that is up the CR of its newest Waiting operation, and returns
+// the last error (the other signals are still revived).
+func (o *Outstanding) revive(ctx context.Context, log logr.Logger) error {
 	sigs, err := o.store.ListSignals(ctx, o.signaller.DB)
 	if err != nil {
 		log.Error(err, "Listing signals failed")
-		return
+		return err
 	}
 	created := 0
+	var failed error
 	for _, sig := range sigs {
-		newest, err := o.store.ReviveSignal(ctx, o.signaller.DB, sig.EngineInstanceID)
-		if err == nil && newest == nil {
-			continue // taken down meanwhile, or nothing was Waiting
-		}
-		var engine *db.EngineInstance
-		if err == nil {
-			engine, err = o.signaller.Store.GetEngineInstance(ctx, o.signaller.DB, sig.EngineInstanceID)
-		}
-		if err == nil {
-			err = o.signaller.CR(ctx, engine, newest.ID)
-		}
-		if err != nil {
-			log.Error(err, "Creating the CR of a signal failed", "engineInstance", sig.EngineInstanceID)
+		if err := o.reviveOne(ctx, sig.EngineInstanceID); err != nil {
+			log.Error(err, "Reviving a signal failed", "engineInstance", sig.EngineInstanceID)
+			failed = err
 			continue
 		}
 		created++
@@ -201,4 +238,17 @@ func (o *Outstanding) revive(ctx context.Context, log logr.Logger) {
 	if created > 0 {
 		log.Info("Signalled the unfinished operations", "signals", created)
 	}
+	return failed
+}
+
+func (o *Outstanding) reviveOne(ctx context.Context, engineInstanceID string) error {
+	newest, err := o.store.ReviveSignal(ctx, o.signaller.DB, engineInstanceID)
+	if err != nil || newest == nil {
+		return err // nil: taken down meanwhile, or nothing was Waiting
+	}
+	engine, err := o.signaller.Store.GetEngineInstance(ctx, o.signaller.DB, engineInstanceID)
+	if err != nil {
+		return err
+	}
+	return o.signaller.createCR(ctx, engine, newest.ID, true)
 }
