@@ -37,3 +37,12 @@ func (h *Handle[T]) Add(item T) {
 		h.queue.Add(item)
 	}
 }
+
+// Initial is a controller source that adds item once, when the controller starts: the
+// first run of a controller of one item (which Handle.Add then wakes).
+func Initial[T comparable](item T) source.TypedSource[T] {
+	return source.TypedFunc[T](func(_ context.Context, queue workqueue.TypedRateLimitingInterface[T]) error {
+		queue.Add(item)
+		return nil
+	})
+}

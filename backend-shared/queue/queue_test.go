@@ -95,3 +95,13 @@ func TestConcurrentAddsAreSafe(t *testing.T) {
 		t.Error("an item added after the hand-over is missing")
 	}
 }
+
+func TestInitialAddsItsItemWhenTheControllerStarts(t *testing.T) {
+	q := newQueue(t)
+	if err := Initial("run").Start(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	if item, _ := q.Get(); q.Len() != 0 || item != "run" {
+		t.Fatalf("got %q and %d more, want just run", item, q.Len())
+	}
+}

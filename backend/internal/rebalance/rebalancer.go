@@ -7,13 +7,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
@@ -80,10 +78,7 @@ func (r *Rebalancer) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return builder.TypedControllerManagedBy[string](mgr).
 		Named("rebalance").
-		WatchesRawSource(source.TypedFunc[string](func(_ context.Context, q workqueue.TypedRateLimitingInterface[string]) error {
-			q.Add(Key)
-			return nil
-		})).
+		WatchesRawSource(queue.Initial(Key)).
 		WatchesRawSource(r.Queue.Source()).
 		WithOptions(controller.TypedOptions[string]{MaxConcurrentReconciles: 1, RateLimiter: manageropts.RetryRateLimiter[string]()}).
 		Complete(reconcile.TypedFunc[string](r.Reconcile))
