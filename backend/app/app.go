@@ -203,8 +203,8 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	if err := rebalancer.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	outstanding := opsignal.NewOutstanding(signaller, store)
-	if err := mgr.Add(outstanding); err != nil {
+	outstanding := &opsignal.Outstanding{Signaller: signaller, Store: store}
+	if err := outstanding.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	router := notifyroute.NewRouter(mgr.GetClient(), database, store, log.WithName("events"),
@@ -213,6 +213,7 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	if o.RebalanceInterval > 0 {
 		router.EngineInstancesChanged = rebalancer.Wake
 	}
+	router.SignalsMayBeLost = outstanding.Wake
 
 	if err := indexes.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -275,15 +276,10 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 		return err
 	}
 	listener := &notify.Listener{
-		Config:   o.Database,
-		Channels: router.Channels(),
-		Handler:  router.Handle,
-		// Notifications were lost, and so may have been commits: the cluster-agent's
-		// release of a signal among them.
-		OnReconnect: func(ctx context.Context) {
-			router.Resync(ctx)
-			outstanding.Again()
-		},
+		Config:      o.Database,
+		Channels:    router.Channels(),
+		Handler:     router.Handle,
+		OnReconnect: router.Resync,
 	}
 	if err := mgr.Add(listener); err != nil {
 		return err

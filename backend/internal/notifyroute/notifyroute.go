@@ -38,7 +38,11 @@ type Router struct {
 	SyncRuns    Queue
 	// EngineInstancesChanged runs the rebalancer (nil: not listened to).
 	EngineInstancesChanged func()
-	Log                    logr.Logger
+	// SignalsMayBeLost revives the signals that are up after a reconnection (nil: none): a
+	// loss of the database's commits, the cluster-agent's release of a signal among them,
+	// ends every connection.
+	SignalsMayBeLost func()
+	Log              logr.Logger
 
 	// newDeploymentList and newSyncRunList build the lists the cache fills.
 	newDeploymentList func() client.ObjectList
@@ -88,13 +92,16 @@ func (r *Router) Handle(ctx context.Context, channel, payload string) {
 	}
 }
 
-// Resync enqueues every GitOpsDeployment and SyncRun, and runs the rebalancer, after
-// notifications may have been lost (the listener reconnected).
+// Resync enqueues every GitOpsDeployment and SyncRun, runs the rebalancer and revives the
+// signals, after notifications (and maybe commits) may have been lost (the listener
+// reconnected).
 func (r *Router) Resync(ctx context.Context) {
 	r.enqueueAll(ctx, r.newDeploymentList(), &r.Deployments)
 	r.enqueueAll(ctx, r.newSyncRunList(), &r.SyncRuns)
-	if r.EngineInstancesChanged != nil {
-		r.EngineInstancesChanged()
+	for _, wake := range []func(){r.EngineInstancesChanged, r.SignalsMayBeLost} {
+		if wake != nil {
+			wake()
+		}
 	}
 }
 

@@ -11,17 +11,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/uptrace/bun"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/queue"
 )
 
 // OperationStore is the part of the database the signaller uses.
@@ -154,81 +157,54 @@ type PendingStore interface {
 	ReviveSignal(ctx context.Context, idb bun.IDB, engineInstanceID string) (*db.Operation, error)
 }
 
-// Outstanding is a leader-elected Runnable that gives every signal that is up the CR of
-// its instance's newest Waiting operation (db.ReviveSignal): once when the backend starts,
-// and again whenever Again is called, as it is after the backend's connection to the
-// database was lost. A backend killed between a transaction's commit and its CR leaves a
-// signal without one, which no reconcile may create again (a deleted GitOpsDeployment is
-// not reconciled again). A database that lost the cluster-agent's release of a signal (a
-// crash with asynchronous commit, a failover to an asynchronous replica; either ends every
-// connection) brings the signal back with its CR long taken, and the operations written
-// under it since have none: without a new CR they would wait for the agent's sweep. When
-// the agent is already taking the signal, the new CR costs it nothing.
+// Outstanding gives every signal that is up the CR of its instance's newest Waiting
+// operation (db.ReviveSignal), replacing a CR of that name that exists. A backend killed
+// between a transaction's commit and its CR leaves a signal without one, which no reconcile
+// may create again (a deleted GitOpsDeployment is not reconciled again). A database that
+// lost the cluster-agent's release of a signal (a crash with asynchronous commit, a
+// failover to an asynchronous replica; either ends every connection) brings the signal back
+// with its CR long taken, and the operations written under it since have none: without a
+// new CR they would wait for the agent's sweep. When the agent is already taking the
+// signal, the new CR costs it nothing.
+//
+// It is a controller of one item on the leader: it runs when it starts and when Wake is
+// called (after the backend's notification listener reconnected), and a run that failed
+// is retried with the workqueue's backoff.
 type Outstanding struct {
-	signaller *Signaller
-	store     PendingStore
-	again     chan struct{}
+	Signaller *Signaller
+	Store     PendingStore
+	// Queue hands the controller's workqueue to Wake.
+	Queue queue.Handle[string]
 }
 
-// NewOutstanding returns an Outstanding that creates CRs with signaller.
-func NewOutstanding(signaller *Signaller, store PendingStore) *Outstanding {
-	return &Outstanding{signaller: signaller, store: store, again: make(chan struct{}, 1)}
+// outstandingKey is Outstanding's only work item.
+const outstandingKey = "signals"
+
+// SetupWithManager adds Outstanding's controller.
+func (o *Outstanding) SetupWithManager(mgr ctrl.Manager) error {
+	return builder.TypedControllerManagedBy[string](mgr).
+		Named("outstanding-operations").
+		WatchesRawSource(queue.Initial(outstandingKey)).
+		WatchesRawSource(o.Queue.Source()).
+		WithOptions(controller.TypedOptions[string]{MaxConcurrentReconciles: 1, RateLimiter: manageropts.RetryRateLimiter[string]()}).
+		Complete(reconcile.TypedFunc[string](o.Reconcile))
 }
 
-// NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (o *Outstanding) NeedLeaderElection() bool { return true }
+// Wake revives the signals that are up once more, soon.
+func (o *Outstanding) Wake() { o.Queue.Add(outstandingKey) }
 
-// Again has the leader revive the signals that are up once more; it never blocks. On a
-// replica that is not the leader it is remembered until the replica leads.
-func (o *Outstanding) Again() {
-	select {
-	case o.again <- struct{}{}:
-	default:
-	}
-}
-
-// Start implements manager.Runnable: it revives the signals, then again on each call of
-// Again, until ctx ends. A pass that failed (the database or an engine cluster not
-// answering yet) is logged and tried again with backoff; a later reconcile that finds its
-// operations Waiting creates a missing CR too, and the agents' sweeps take up a signal.
-func (o *Outstanding) Start(ctx context.Context) error {
-	log := ctrl.LoggerFrom(ctx).WithName("outstanding-operations")
-	backoff := reviveMinBackoff
-	for {
-		var retry <-chan time.Time
-		if err := o.revive(ctx, log); err != nil {
-			retry = time.After(backoff)
-			backoff = min(2*backoff, reviveMaxBackoff)
-		} else {
-			backoff = reviveMinBackoff
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-o.again:
-		case <-retry:
-		}
-	}
-}
-
-// The wait before a failed pass of Outstanding is tried again.
-const (
-	reviveMinBackoff = time.Second
-	reviveMaxBackoff = time.Minute
-)
-
-// revive gives each signal that is up the CR of its newest Waiting operation, and returns
-// the last error (the other signals are still revived).
-func (o *Outstanding) revive(ctx context.Context, log logr.Logger) error {
-	sigs, err := o.store.ListSignals(ctx, o.signaller.DB)
+// Reconcile revives each signal that is up and returns the last error (the other signals
+// are still revived).
+func (o *Outstanding) Reconcile(ctx context.Context, _ string) (reconcile.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	sigs, err := o.Store.ListSignals(ctx, o.Signaller.DB)
 	if err != nil {
-		log.Error(err, "Listing signals failed")
-		return err
+		return reconcile.Result{}, fmt.Errorf("listing signals: %w", err)
 	}
 	created := 0
 	var failed error
 	for _, sig := range sigs {
-		if err := o.reviveOne(ctx, sig.EngineInstanceID); err != nil {
+		if err := o.revive(ctx, sig.EngineInstanceID); err != nil {
 			log.Error(err, "Reviving a signal failed", "engineInstance", sig.EngineInstanceID)
 			failed = err
 			continue
@@ -238,17 +214,17 @@ func (o *Outstanding) revive(ctx context.Context, log logr.Logger) error {
 	if created > 0 {
 		log.Info("Signalled the unfinished operations", "signals", created)
 	}
-	return failed
+	return reconcile.Result{}, failed
 }
 
-func (o *Outstanding) reviveOne(ctx context.Context, engineInstanceID string) error {
-	newest, err := o.store.ReviveSignal(ctx, o.signaller.DB, engineInstanceID)
+func (o *Outstanding) revive(ctx context.Context, engineInstanceID string) error {
+	newest, err := o.Store.ReviveSignal(ctx, o.Signaller.DB, engineInstanceID)
 	if err != nil || newest == nil {
 		return err // nil: taken down meanwhile, or nothing was Waiting
 	}
-	engine, err := o.signaller.Store.GetEngineInstance(ctx, o.signaller.DB, engineInstanceID)
+	engine, err := o.Signaller.Store.GetEngineInstance(ctx, o.Signaller.DB, engineInstanceID)
 	if err != nil {
 		return err
 	}
-	return o.signaller.createCR(ctx, engine, newest.ID, true)
+	return o.Signaller.createCR(ctx, engine, newest.ID, true)
 }
