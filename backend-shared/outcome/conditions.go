@@ -87,7 +87,8 @@ func (g GitOpsConditions) Set(c Condition, now metav1.Time) {
 	if string(old.Status) == c.Status && string(old.Reason) == c.Reason && old.Message == c.Message {
 		return
 	}
-	if string(old.Status) != c.Status {
+	// A condition from the CRD's default status has no times yet.
+	if string(old.Status) != c.Status || old.LastTransitionTime == nil {
 		old.LastTransitionTime = &now
 	}
 	old.Status, old.Reason, old.Message = v1.GitOpsConditionStatus(c.Status), v1.GitOpsDeploymentReasonType(c.Reason), c.Message

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -473,6 +474,36 @@ func TestReadyWaitsForArgoCDToCompareTheCurrentSpec(t *testing.T) {
 		ReconciledState: compared("environments/staging")})
 	h.g.Eventually(ready, eventually, poll).Should(HaveField("Status", v1.GitOpsConditionStatusTrue))
 	h.g.Expect(h.get(depl).Status.ObservedGeneration).To(Equal(updated.Generation))
+}
+
+// TestANewDeploymentIsReconcilingWithoutAStatusWrite: from its creation on, a
+// GitOpsDeployment reads as in progress to kstatus and kubectl wait (the CRD's default
+// status), and the backend writes no status until Argo CD has reported.
+func TestANewDeploymentIsReconcilingWithoutAStatusWrite(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	depl := h.newDeployment("quiet", v1.GitOpsDeploymentSpecTypeAutomated)
+	h.g.Expect(findCondition(depl.Status.Conditions, outcome.TypeReconciling)).To(
+		HaveField("Status", v1.GitOpsConditionStatusTrue), "the answer to the create")
+	verdict, err := judge(h, depl, "")
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(verdict.KStatus).To(Equal(status.InProgressStatus))
+
+	h.application(depl.UID)
+	h.g.Consistently(func() string { return h.get(depl).ResourceVersion }, "2s", poll).Should(Equal(depl.ResourceVersion),
+		"no status write while Argo CD has compared nothing")
+
+	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "abc",
+		ReconciledState: &argov1alpha1.ComparedTo{
+			Source:      argov1alpha1.ApplicationSource{RepoURL: depl.Spec.Source.RepoURL, Path: depl.Spec.Source.Path},
+			Destination: argov1alpha1.ApplicationDestination{Server: argocd.InClusterServer, Namespace: h.tenant},
+		}})
+	ready := func() *v1.GitOpsDeploymentCondition {
+		return findCondition(h.get(depl).Status.Conditions, outcome.TypeReady)
+	}
+	h.g.Eventually(ready, eventually, poll).Should(And(
+		HaveField("Status", v1.GitOpsConditionStatusTrue), HaveField("LastTransitionTime", Not(BeNil()))))
+	h.g.Expect(findCondition(h.get(depl).Status.Conditions, outcome.TypeReconciling)).To(BeNil())
 }
 
 // TestABurstOfChangesCostsOneOperationCR: the first operation raises the engine instance's

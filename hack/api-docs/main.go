@@ -14,6 +14,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -452,11 +453,12 @@ func literal(v any) string {
 	case nil:
 		return "null"
 	}
-	data, err := yaml.Marshal(v)
+	// Objects and lists as JSON: YAML folded onto one line loses its structure.
+	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	return oneLine(strings.TrimSpace(string(data)))
+	return string(data)
 }
 
 // Helpers on parsed YAML.

@@ -377,8 +377,12 @@ type GitOpsDeployment struct {
 	// +required
 	Spec GitOpsDeploymentSpec `json:"spec"`
 
-	// Status is the observed state of the deployment.
+	// Status is the observed state of the deployment. A new GitOpsDeployment reads as
+	// Reconciling, not yet Ready, from its creation on: the API server fills in this
+	// default until the GitOps Service writes a status, so that kstatus and kubectl wait
+	// see it in progress without a status write of its own.
 	// +optional
+	// +kubebuilder:default={conditions: {{type: Ready, status: "False", reason: Progressing, message: "Waiting for Argo CD to compare the current spec"}, {type: Reconciling, status: "True", reason: Progressing, message: "Waiting for Argo CD to compare the current spec"}}}
 	Status GitOpsDeploymentStatus `json:"status,omitempty"`
 }
 

@@ -27,13 +27,19 @@ const (
 	ReasonEnvironmentNotConnected = "ManagedEnvironmentNotConnected"
 )
 
+// messageAwaitingComparison explains Ready until Argo CD has compared the current spec. A new
+// GitOpsDeployment reads it from the CRD's default status (Ready False and Reconciling
+// True, both Progressing with this message), so that the first reconcile, which finds
+// nothing compared yet, has no status to write.
+const messageAwaitingComparison = "Waiting for Argo CD to compare the current spec"
+
 // progress says how far a GitOpsDeployment whose rows are written is from Ready. Its
 // generation counts as processed once Argo CD has compared the current spec (the state's
 // comparedTo is what want asks for) or failed to; it is Ready when that comparison is
 // Synced and Healthy.
 func progress(depl *v1.GitOpsDeployment, want *desired, st *db.ApplicationState) outcome.Progress {
 	if want == nil || st == nil {
-		return outcome.Working(ReasonProgressing, "Waiting for Argo CD to compare the current spec", true)
+		return outcome.Working(ReasonProgressing, messageAwaitingComparison, true)
 	}
 	status := &depl.Status
 	// A failed comparison leaves comparedTo at the last spec that could be compared, so
@@ -47,7 +53,7 @@ func progress(depl *v1.GitOpsDeployment, want *desired, st *db.ApplicationState)
 		}
 	}
 	if !compared(st.ReconciledState, want) {
-		return outcome.Working(ReasonProgressing, "Waiting for Argo CD to compare the current spec", true)
+		return outcome.Working(ReasonProgressing, messageAwaitingComparison, true)
 	}
 	revision := shortRevision(status.Sync.Revision)
 	if op := status.OperationState; op != nil && (op.Phase == "Failed" || op.Phase == "Error") && status.Sync.Status != v1.SyncStatusCodeSynced {
