@@ -66,7 +66,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		l := o.GetLabels()
 		return l[argocd.LabelManagedBy] == argocd.ManagedByValue && l[argocd.LabelApplicationID] != ""
 	})
-	recordedChange := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	recordedChange := predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool {
+		app, ok := e.Object.(*argov1alpha1.Application)
+		return !ok || !untouchedSinceCreated(app)
+	}, UpdateFunc: func(e event.UpdateEvent) bool {
 		oldApp, okOld := e.ObjectOld.(*argov1alpha1.Application)
 		newApp, okNew := e.ObjectNew.(*argov1alpha1.Application)
 		if !okOld || !okNew {
@@ -167,6 +170,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: statuspatch.StaleRetry}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// untouchedSinceCreated reports whether app is as the cluster-agent created it: Argo CD
+// has not written its status yet, and its spec has not changed since its creation (an
+// Application has no status subresource, so either moves its generation past 1). Such an
+// Application has no state to record and no drift to revert: reading its row would cost
+// a transaction for every Application created.
+func untouchedSinceCreated(app *argov1alpha1.Application) bool {
+	return app.Generation == 1 && reflect.ValueOf(app.Status).IsZero()
 }
 
 // revertDrift applies the row's spec again when the Application's differs from it (someone

@@ -205,3 +205,23 @@ func TestStateOfAnApplicationWithoutTheServicesLabelHasNoApplicationID(t *testin
 	app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"other": "x"}}}
 	NewWithT(t).Expect(State(app).ApplicationID).To(BeEmpty())
 }
+
+func TestUntouchedSinceCreatedOnlyWithoutStatusAtTheFirstGeneration(t *testing.T) {
+	reported := argov1alpha1.ApplicationStatus{Health: argov1alpha1.AppHealthStatus{Status: argov1alpha1.HealthStatusHealthy}}
+	for _, tc := range []struct {
+		name       string
+		generation int64
+		status     argov1alpha1.ApplicationStatus
+		want       bool
+	}{
+		{"as created", 1, argov1alpha1.ApplicationStatus{}, true},
+		{"its spec changed before Argo CD looked", 2, argov1alpha1.ApplicationStatus{}, false},
+		{"Argo CD reported", 2, reported, false},
+		{"a status at the first generation", 1, reported, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Generation: tc.generation}, Status: tc.status}
+			NewWithT(t).Expect(untouchedSinceCreated(app)).To(Equal(tc.want))
+		})
+	}
+}

@@ -98,6 +98,27 @@ func TestReconcileRecordsNothingBeforeArgoCDLooked(t *testing.T) {
 	g.Expect(f.state(row.ID)).To(BeNil())
 }
 
+// TestArgoCDsFirstStatusMovesTheGeneration: the API server moves an Application's
+// generation when its status is written (no status subresource), so the Create event of an
+// Application the cluster-agent has just applied is the only one untouchedSinceCreated
+// drops.
+func TestArgoCDsFirstStatusMovesTheGeneration(t *testing.T) {
+	g := NewWithT(t)
+	f := newStatusFixture(t)
+	row := f.application(f.r.Identity.InstanceID)
+	read := func() *argov1alpha1.Application {
+		app := &argov1alpha1.Application{}
+		g.Expect(cp.Client.Get(f.ctx, client.ObjectKey{Namespace: f.r.Identity.Namespace, Name: row.Name}, app)).To(Succeed())
+		return app
+	}
+	g.Expect(untouchedSinceCreated(read())).To(BeTrue())
+
+	f.argoStatus(row.Name, argov1alpha1.ApplicationStatus{Health: argov1alpha1.AppHealthStatus{Status: argov1alpha1.HealthStatusProgressing}})
+	g.Expect(untouchedSinceCreated(read())).To(BeFalse())
+	f.reconcile(row.Name)
+	g.Expect(f.state(row.ID)).To(HaveField("Health", db.HealthProgressing))
+}
+
 func TestReconcileRecordsTheStateOnceAndOnlyWhenItChanged(t *testing.T) {
 	g := NewWithT(t)
 	f := newStatusFixture(t)
