@@ -220,7 +220,7 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	}
 	deployments := &deployment.Reconciler{
 		Client: mgr.GetClient(), DB: database, Store: store, Tenancy: resolver, Signal: signaller,
-		Recorder: mgr.GetEventRecorderFor("gitopsdeployment-controller"), Queue: &router.Deployments,
+		Recorder: mgr.GetEventRecorderFor("gitopsdeployment-controller"), Queue: &router.Deployments, SyncRuns: &router.SyncRuns,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	}
 	if err := deployments.SetupWithManager(ctx, mgr); err != nil {

@@ -34,10 +34,11 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 		return tenant, nil, err
 	}
 	var (
-		tenant *db.Tenant
-		want   *desired
-		engine *db.EngineInstance
-		ops    []*db.Operation
+		tenant  *db.Tenant
+		want    *desired
+		engine  *db.EngineInstance
+		ops     []*db.Operation
+		written bool
 	)
 	err := r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error
@@ -67,6 +68,7 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 		if err != nil {
 			return err
 		}
+		written = changed
 		if changed {
 			// The mapping and the AppProject's rows were written with the application
 			// row as it is; only a change needs them again.
@@ -112,6 +114,9 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 		return tenant, nil, err
 	}
 	crashpoint.Hit(crashpoint.BackendAfterApplyCommit)
+	if written {
+		r.wakeSyncRuns(ctx, depl)
+	}
 	if err := r.Signal.CRs(ctx, ops...); err != nil {
 		return tenant, want, err
 	}

@@ -60,6 +60,9 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Queue receives requests from database notifications.
 	Queue *notifyroute.Queue
+	// SyncRuns is the SyncRun controller's queue: a SyncRun created before its deployment
+	// waits for the deployment's application row, and learns of it here (nil: nobody waits).
+	SyncRuns *notifyroute.Queue
 	// MaxConcurrentReconciles bounds parallel reconciles.
 	MaxConcurrentReconciles int
 }
@@ -130,6 +133,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 func (r *Reconciler) ending() outcome.Ending {
 	return outcome.Ending{Client: r.Client, Recorder: r.Recorder, OwnEvents: true}
+}
+
+// wakeSyncRuns enqueues the SyncRuns that name depl, whose application row was just written.
+func (r *Reconciler) wakeSyncRuns(ctx context.Context, depl *v1.GitOpsDeployment) {
+	if r.SyncRuns == nil {
+		return
+	}
+	naming := watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} }, indexes.SyncRunDeployment)
+	for _, req := range naming(ctx, depl) {
+		r.SyncRuns.Add(req)
+	}
 }
 
 // reportError keeps the ErrorOccurred condition api.md documents: the message of a user

@@ -180,7 +180,8 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun)
 	}
 	app, err := r.Store.GetApplication(ctx, r.DB, tenant.ID, string(depl.UID))
 	if errors.Is(err, db.ErrNotFound) {
-		// The deployment has not been reconciled yet; its next change requeues us.
+		// The deployment has not been reconciled yet: its controller requeues us once it
+		// has written the row.
 		return nil, nil, nil
 	}
 	if err != nil {
