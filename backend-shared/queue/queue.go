@@ -8,7 +8,13 @@ import (
 	"sync"
 
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 )
 
 // Handle is a controller's workqueue, handed over when the controller starts.
@@ -45,4 +51,16 @@ func Initial[T comparable](item T) source.TypedSource[T] {
 		queue.Add(item)
 		return nil
 	})
+}
+
+// OneItem adds to mgr a controller of the one item key, named name: run runs when the
+// controller starts and whenever h.Add(key) wakes it, never twice at once, and a run that
+// failed is retried with the service's backoff.
+func OneItem(mgr ctrl.Manager, name, key string, h *Handle[string], run reconcile.TypedFunc[string]) error {
+	return builder.TypedControllerManagedBy[string](mgr).
+		Named(name).
+		WatchesRawSource(Initial(key)).
+		WatchesRawSource(h.Source()).
+		WithOptions(controller.TypedOptions[string]{MaxConcurrentReconciles: 1, RateLimiter: manageropts.RetryRateLimiter[string]()}).
+		Complete(run)
 }

@@ -16,14 +16,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
-	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/queue"
 )
 
@@ -182,12 +179,7 @@ const outstandingKey = "signals"
 
 // SetupWithManager adds Outstanding's controller.
 func (o *Outstanding) SetupWithManager(mgr ctrl.Manager) error {
-	return builder.TypedControllerManagedBy[string](mgr).
-		Named("outstanding-operations").
-		WatchesRawSource(queue.Initial(outstandingKey)).
-		WatchesRawSource(o.Queue.Source()).
-		WithOptions(controller.TypedOptions[string]{MaxConcurrentReconciles: 1, RateLimiter: manageropts.RetryRateLimiter[string]()}).
-		Complete(reconcile.TypedFunc[string](o.Reconcile))
+	return queue.OneItem(mgr, "outstanding-operations", outstandingKey, &o.Queue, o.Reconcile)
 }
 
 // Wake revives the signals that are up once more, soon.

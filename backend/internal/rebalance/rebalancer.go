@@ -8,13 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
-	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/periodic"
 	"github.com/gitops-service/gitops-service/backend-shared/queue"
 	"github.com/gitops-service/gitops-service/backend/internal/placement"
@@ -76,12 +73,7 @@ func (r *Rebalancer) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Interval <= 0 {
 		return nil
 	}
-	return builder.TypedControllerManagedBy[string](mgr).
-		Named("rebalance").
-		WatchesRawSource(queue.Initial(Key)).
-		WatchesRawSource(r.Queue.Source()).
-		WithOptions(controller.TypedOptions[string]{MaxConcurrentReconciles: 1, RateLimiter: manageropts.RetryRateLimiter[string]()}).
-		Complete(reconcile.TypedFunc[string](r.Reconcile))
+	return queue.OneItem(mgr, "rebalance", Key, &r.Queue, r.Reconcile)
 }
 
 // Wake runs the rebalancer soon: the engine instances changed.
