@@ -32,6 +32,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/metrics"
 	"github.com/gitops-service/gitops-service/backend/internal/notifyroute"
 	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
+	"github.com/gitops-service/gitops-service/backend/internal/syncrun"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
@@ -140,8 +141,7 @@ func (r *Reconciler) wakeSyncRuns(ctx context.Context, depl *v1.GitOpsDeployment
 	if r.SyncRuns == nil {
 		return
 	}
-	naming := watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} }, indexes.SyncRunDeployment)
-	for _, req := range naming(ctx, depl) {
+	for _, req := range syncrun.Naming(r.Client)(ctx, depl) {
 		r.SyncRuns.Add(req)
 	}
 }

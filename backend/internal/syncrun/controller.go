@@ -97,11 +97,16 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeploymentSyncRun{}).
-		Watches(&v1.GitOpsDeployment{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} }, indexes.SyncRunDeployment))).
+		Watches(&v1.GitOpsDeployment{}, handler.EnqueueRequestsFromMapFunc(Naming(r.Client))).
 		WatchesRawSource(r.Queue.Source()).
 		WithOptions(manageropts.ControllerOptions(r.MaxConcurrentReconciles)).
 		Named("gitopsdeploymentsyncrun").
 		Complete(r)
+}
+
+// Naming maps a GitOpsDeployment to the SyncRuns that name it, through the cache's index.
+func Naming(c client.Reader) handler.MapFunc {
+	return watches.ByIndex(c, func() client.ObjectList { return &v1.GitOpsDeploymentSyncRunList{} }, indexes.SyncRunDeployment)
 }
 
 // Reconcile starts the sync of a SyncRun once, and keeps its status current.
