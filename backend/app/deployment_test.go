@@ -504,6 +504,9 @@ func TestANewDeploymentIsReconcilingWithoutAStatusWrite(t *testing.T) {
 	h.g.Eventually(ready, eventually, poll).Should(And(
 		HaveField("Status", v1.GitOpsConditionStatusTrue), HaveField("LastTransitionTime", Not(BeNil()))))
 	h.g.Expect(findCondition(h.get(depl).Status.Conditions, outcome.TypeReconciling)).To(BeNil())
+	verdict, err = judge(h, depl, "")
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(verdict.KStatus).To(Equal(status.CurrentStatus), "what kubectl wait and Flux read once it is deployed")
 }
 
 // TestABurstOfChangesCostsOneOperationCR: the first operation raises the engine instance's

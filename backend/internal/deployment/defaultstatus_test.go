@@ -3,6 +3,7 @@ package deployment
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -13,6 +14,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
+	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 )
 
 // defaultStatus is the status the API server gives a GitOpsDeployment the service has not
@@ -20,7 +22,9 @@ import (
 func defaultStatus(t *testing.T) v1.GitOpsDeploymentStatus {
 	t.Helper()
 	g := NewWithT(t)
-	data, err := os.ReadFile("../../../manifests/crd/bases/managed-gitops.redhat.com_gitopsdeployments.yaml")
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "manifests", "crd", "bases", "managed-gitops.redhat.com_gitopsdeployments.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	g.Expect(yaml.Unmarshal(data, crd)).To(Succeed())
