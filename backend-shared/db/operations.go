@@ -135,13 +135,7 @@ func (s *Store) ListOperations(ctx context.Context, idb bun.IDB, f OperationFilt
 // clock. Publish notify.OperationChanged in the same transaction to wake the backend.
 func (s *Store) UpdateOperationState(ctx context.Context, idb bun.IDB, engineInstanceID, id string, state OperationState, humanReadable string) (*Operation, error) {
 	op := new(Operation)
-	res, err := idb.NewUpdate().Model(op).
-		Set("state = ?", state).
-		Set("human_readable_state = ?", humanReadable).
-		Set("updated_at = now()").
-		Set("gc_expires_at = CASE WHEN ? AND op.gc_expiration_seconds > 0 "+
-			"THEN now() + make_interval(secs => op.gc_expiration_seconds) END", state.Finished()).
-		Where("op.engine_instance_id = ? AND op.id = ?", engineInstanceID, id).
+	res, err := updateOperations(idb.NewUpdate().Model(op), engineInstanceID, []string{id}, state, humanReadable).
 		Returning("*").
 		Exec(ctx)
 	if err != nil {
@@ -151,6 +145,51 @@ func (s *Store) UpdateOperationState(ctx context.Context, idb bun.IDB, engineIns
 		return nil, err
 	}
 	return op, nil
+}
+
+// UpdateOperationStates is UpdateOperationState for several operations of an engine
+// instance at once, in one statement that also publishes each updated operation's id on
+// notifyChannel: the change and its notifications commit together, in one round trip. It
+// returns the updated rows; an id that names no operation of the instance is ErrNotFound
+// (the others are updated all the same).
+func (s *Store) UpdateOperationStates(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string, state OperationState, humanReadable, notifyChannel string) ([]Operation, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	update := updateOperations(idb.NewUpdate().Model((*Operation)(nil)), engineInstanceID, ids, state, humanReadable).
+		Returning("op.*")
+	var ops []Operation
+	err := selectNotifying(idb, update, "id", notifyChannel).
+		ColumnExpr("written.*").
+		Scan(ctx, &ops)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if len(ops) < len(ids) {
+		return ops, fmt.Errorf("%d of %d operations: %w", len(ids)-len(ops), len(ids), ErrNotFound)
+	}
+	return ops, nil
+}
+
+// selectNotifying selects the rows that write (an INSERT, UPDATE or DELETE with RETURNING)
+// returns, as the common table "written", and publishes each row's idColumn on channel:
+// pg_notify is volatile, so PostgreSQL calls it once per row, and the write and its
+// notifications commit together in one statement.
+func selectNotifying(idb bun.IDB, write bun.Query, idColumn, channel string) *bun.SelectQuery {
+	return idb.NewSelect().With("written", write).
+		TableExpr("written").
+		Join(", LATERAL (SELECT pg_notify(?, written.?::text)) AS notified", channel, bun.Ident(idColumn))
+}
+
+// updateOperations sets the state of the operations ids of an engine instance.
+func updateOperations(q *bun.UpdateQuery, engineInstanceID string, ids []string, state OperationState, humanReadable string) *bun.UpdateQuery {
+	return q.
+		Set("state = ?", state).
+		Set("human_readable_state = ?", humanReadable).
+		Set("updated_at = now()").
+		Set("gc_expires_at = CASE WHEN ? AND op.gc_expiration_seconds > 0 "+
+			"THEN now() + make_interval(secs => op.gc_expiration_seconds) END", state.Finished()).
+		Where("op.engine_instance_id = ? AND op.id IN (?)", engineInstanceID, bun.In(ids))
 }
 
 // HasOperations reports whether an engine instance has any operation, finished or not.

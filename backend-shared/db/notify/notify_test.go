@@ -202,3 +202,66 @@ func TestListenerIsReadyOnlyWhileListening(t *testing.T) {
 	g.Eventually(func() error { return l.ReadyCheck(nil) }, 5*time.Second, 10*time.Millisecond).Should(HaveOccurred(), "while it reconnects")
 	g.Eventually(func() error { return l.ReadyCheck(nil) }, 10*time.Second, 10*time.Millisecond).Should(Succeed(), "once it listens again")
 }
+
+// The cluster-agent's state writes publish their notification in the same statement: one
+// per row written, none when nothing changed.
+func TestStateWritesNotifyOncePerWrittenRow(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	got, _, bdb := startListener(t, dbtest.NewConfig(t), nil)
+	store := db.NewStore(nil)
+
+	cluster, err := store.GetOrCreateEngineCluster(ctx, bdb, "default", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	ei, err := store.GetOrCreateEngineInstance(ctx, bdb, &db.EngineInstance{EngineClusterID: cluster.ID, NamespaceName: "argocd", NamespaceUID: "uid-1"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(got, 5*time.Second).Should(Receive(), "the instance's registration")
+	tenant, err := store.GetOrCreateTenant(ctx, bdb, "ns-uid", "ns")
+	g.Expect(err).NotTo(HaveOccurred())
+	app := &db.Application{TenantID: tenant.ID, Name: "app", EngineInstanceID: ei.ID}
+	_, err = store.UpsertApplication(ctx, bdb, app)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	var ids []string
+	for range 2 {
+		op := &db.Operation{EngineInstanceID: ei.ID, ResourceType: db.OperationResourceApplication, ResourceID: app.ID, GCExpirationSeconds: 3600}
+		g.Expect(store.CreateOperation(ctx, bdb, op)).To(Succeed())
+		ids = append(ids, op.ID)
+	}
+	ops, err := store.UpdateOperationStates(ctx, bdb, ei.ID, ids, db.OperationCompleted, "done", notify.OperationChanged)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ops).To(HaveLen(2))
+	for _, op := range ops {
+		g.Expect(op.State).To(Equal(db.OperationCompleted))
+		g.Expect(op.GCExpiresAt).NotTo(BeZero(), "returned as written")
+	}
+	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.OperationChanged, ids[0]})))
+	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.OperationChanged, ids[1]})))
+
+	missing := "00000000-0000-0000-0000-000000000000"
+	ops, err = store.UpdateOperationStates(ctx, bdb, ei.ID, []string{ids[0], missing}, db.OperationFailed, "no", notify.OperationChanged)
+	g.Expect(err).To(MatchError(db.ErrNotFound))
+	g.Expect(ops).To(HaveLen(1), "the existing one is updated all the same")
+	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.OperationChanged, ids[0]})))
+
+	st := &db.ApplicationState{ApplicationID: app.ID, EngineInstanceID: ei.ID, Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced}
+	changed, err := store.RecordApplicationState(ctx, bdb, st, notify.ApplicationStateChanged)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeTrue())
+	g.Expect(st.UpdatedAt).NotTo(BeZero())
+	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.ApplicationStateChanged, app.ID})))
+	changed, err = store.RecordApplicationState(ctx, bdb, st, notify.ApplicationStateChanged)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeFalse(), "the same state again")
+	g.Consistently(got, 300*time.Millisecond).ShouldNot(Receive(), "no write, no notification")
+
+	tx, err := bdb.BeginTx(ctx, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	st.Health = db.HealthDegraded
+	changed, err = store.RecordApplicationState(ctx, tx, st, notify.ApplicationStateChanged)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeTrue())
+	g.Expect(tx.Rollback()).To(Succeed())
+	g.Consistently(got, 300*time.Millisecond).ShouldNot(Receive(), "a write rolled back notifies nobody")
+}

@@ -39,7 +39,7 @@ const ControllerName = "application-status"
 // Store is the part of the database the controller uses.
 type Store interface {
 	GetApplicationForEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID, id string) (*db.Application, error)
-	UpsertApplicationState(ctx context.Context, idb bun.IDB, st *db.ApplicationState) (changed bool, err error)
+	RecordApplicationState(ctx context.Context, idb bun.IDB, st *db.ApplicationState, notifyChannel string) (changed bool, err error)
 	LockApplicationOperationState(ctx context.Context, idb bun.IDB, applicationID string) (*argov1alpha1.OperationState, error)
 	RecordSyncResult(ctx context.Context, idb bun.IDB, applicationID, id, phase, message string) error
 }
@@ -104,43 +104,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	st.EngineInstanceID = r.Identity.InstanceID
+	// Only this instance's applications: one that moved to another instance is reported
+	// by that instance's agent.
+	row, err := r.Store.GetApplicationForEngineInstance(ctx, r.DB, r.Identity.InstanceID, st.ApplicationID)
 	changed := false
-	var row *db.Application
 	var sync *finishedSync
-	err := r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		// Only this instance's applications: one that moved to another instance is
-		// reported by that instance's agent.
-		var err error
-		if row, err = r.Store.GetApplicationForEngineInstance(ctx, tx, r.Identity.InstanceID, st.ApplicationID); err != nil {
-			return err
-		}
-		if reflect.ValueOf(app.Status).IsZero() {
-			// Argo CD has not looked at it yet: there is nothing to report (the
-			// deployment's status stays empty rather than Unknown).
-			return nil
-		}
-		// A finished operation is timed once: when the state written before did not
-		// hold it yet (the row is locked until the commit, so a second writer sees it).
-		sync = nil
-		if finished(st.OperationState) {
-			prev, err := r.Store.LockApplicationOperationState(ctx, tx, st.ApplicationID)
-			if err != nil {
-				return err
-			}
-			sync = newlyFinished(prev, st.OperationState)
-			// A SyncRun's result is kept with its sync operation: the next sync replaces
-			// the operation state.
-			if id := argocd.SyncOperationID(&st.OperationState.Operation); sync != nil && id != "" {
-				if err := r.Store.RecordSyncResult(ctx, tx, st.ApplicationID, id, string(st.OperationState.Phase), st.OperationState.Message); err != nil {
-					return err
-				}
-			}
-		}
-		if changed, err = r.Store.UpsertApplicationState(ctx, tx, st); err != nil || !changed {
-			return err
-		}
-		return notify.PublishApplicationStateChanged(ctx, tx, st.ApplicationID)
-	})
+	// An Application Argo CD has not looked at yet has nothing to report (the
+	// deployment's status stays empty rather than Unknown).
+	if err == nil && !reflect.ValueOf(app.Status).IsZero() {
+		changed, sync, err = r.record(ctx, st)
+	}
 	switch {
 	case errors.Is(err, db.ErrNotFound), errors.Is(err, db.ErrInvalidReference), errors.Is(err, db.ErrInvalid):
 		// The row is gone (or was never this instance's): nothing to record.
@@ -170,6 +143,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: statuspatch.StaleRetry}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// record writes st when it changed, with its notification, and returns whether it did.
+// A finished sync operation is timed once, and a SyncRun's result kept with it, in a
+// transaction that locks the state written before: a second writer waits, then sees it.
+func (r *Reconciler) record(ctx context.Context, st *db.ApplicationState) (changed bool, sync *finishedSync, err error) {
+	if !finished(st.OperationState) {
+		changed, err = r.Store.RecordApplicationState(ctx, r.DB, st, notify.ApplicationStateChanged)
+		return changed, nil, err
+	}
+	err = r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		prev, err := r.Store.LockApplicationOperationState(ctx, tx, st.ApplicationID)
+		if err != nil {
+			return err
+		}
+		sync = newlyFinished(prev, st.OperationState)
+		// A SyncRun's result is kept with its sync operation: the next sync replaces the
+		// operation state.
+		if id := argocd.SyncOperationID(&st.OperationState.Operation); sync != nil && id != "" {
+			if err := r.Store.RecordSyncResult(ctx, tx, st.ApplicationID, id, string(st.OperationState.Phase), st.OperationState.Message); err != nil {
+				return err
+			}
+		}
+		changed, err = r.Store.RecordApplicationState(ctx, tx, st, notify.ApplicationStateChanged)
+		return err
+	})
+	if err != nil {
+		return false, nil, err
+	}
+	return changed, sync, nil
 }
 
 // untouchedSinceCreated reports whether app is as the cluster-agent created it: Argo CD

@@ -92,7 +92,7 @@ type Store interface {
 	GetEngineInstance(ctx context.Context, idb bun.IDB, id string) (*db.EngineInstance, error)
 	ListPendingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
-	UpdateOperationState(ctx context.Context, idb bun.IDB, engineInstanceID, id string, state db.OperationState, humanReadable string) (*db.Operation, error)
+	UpdateOperationStates(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string, state db.OperationState, humanReadable, notifyChannel string) ([]db.Operation, error)
 	ListWaitingOperations(ctx context.Context, idb bun.IDB, engineInstanceID string) ([]db.Operation, error)
 	ListWaitingOperationsSince(ctx context.Context, idb bun.IDB, engineInstanceID string, since time.Time) ([]db.Operation, error)
 	ReleaseSignal(ctx context.Context, idb bun.IDB, engineInstanceID string, taken func(id string) bool) ([]db.Operation, error)
@@ -467,37 +467,34 @@ func (r *Reconciler) expired(ops []db.Operation) (expired, retried []db.Operatio
 }
 
 // update sets the state of every operation of ops whose state or message differs, and
-// publishes operation_changed for each, in one transaction. It returns ops as they are
-// after the update.
+// publishes operation_changed for each, in one statement. It returns ops as they are after
+// the update.
 func (r *Reconciler) update(ctx context.Context, ops []db.Operation, state db.OperationState, message string) ([]db.Operation, error) {
 	out := make([]db.Operation, len(ops))
 	copy(out, ops)
-	var changed []int
-	for i, op := range out {
+	var ids []string
+	for _, op := range out {
 		if op.State != state || op.HumanReadableState != message {
-			changed = append(changed, i)
+			ids = append(ids, op.ID)
 		}
 	}
-	if len(changed) == 0 {
+	if len(ids) == 0 {
 		return out, nil
 	}
-	err := r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		for _, i := range changed {
-			row, err := r.Store.UpdateOperationState(ctx, tx, r.Identity.InstanceID, out[i].ID, state, message)
-			if err != nil {
-				return fmt.Errorf("updating operation %s: %w", out[i].ID, err)
-			}
-			if err := notify.PublishOperationChanged(ctx, tx, row.ID); err != nil {
-				return err
-			}
-			out[i] = *row
-		}
-		return nil
-	})
+	rows, err := r.Store.UpdateOperationStates(ctx, r.DB, r.Identity.InstanceID, ids, state, message, notify.OperationChanged)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("updating operations %v: %w", ids, err)
 	}
 	crashpoint.Hit(crashpoint.AgentAfterStateCommit)
+	byID := make(map[string]db.Operation, len(rows))
+	for _, row := range rows {
+		byID[row.ID] = row
+	}
+	for i := range out {
+		if row, ok := byID[out[i].ID]; ok {
+			out[i] = row
+		}
+	}
 	return out, nil
 }
 
