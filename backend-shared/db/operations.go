@@ -59,6 +59,9 @@ type Operation struct {
 	// Signalled is set by the writer whose transaction raised the engine instance's signal
 	// for this operation (RaiseSignal): after commit it creates the signal's CR.
 	Signalled bool `bun:"-"`
+	// CoveredBySignal is set by RaiseSignal when the signal already up had its CR: that CR
+	// stands for this operation too, and nothing needs checking after commit.
+	CoveredBySignal bool `bun:"-"`
 }
 
 // CreateOperation inserts op (Waiting unless op.State says otherwise) and fills in its id

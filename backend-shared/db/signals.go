@@ -26,21 +26,28 @@ type OperationSignal struct {
 }
 
 // RaiseSignal raises the signal of op's engine instance for op, inside the transaction tx
-// that wrote op, and reports whether it did: false means a signal is already up and its CR
-// stands for op too. The shared advisory lock it takes until tx ends keeps the
-// cluster-agent from releasing that signal before it can see op.
+// that wrote op, and reports whether it did (op.Signalled): false means a signal is already
+// up and its CR stands for op too. op.CoveredBySignal says that this signal's CR was known
+// to exist already, so nobody needs to check for it after the commit. The shared advisory
+// lock it takes until tx ends keeps the cluster-agent from releasing that signal before it
+// can see op. One statement: the lock, the insert and the look at the signal that is up.
 func (s *Store) RaiseSignal(ctx context.Context, tx bun.IDB, op *Operation) (bool, error) {
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock_shared(?, hashtext(?))", signalLockClass, op.EngineInstanceID); err != nil {
-		return false, translate(err)
-	}
-	sig := &OperationSignal{EngineInstanceID: op.EngineInstanceID, OperationID: op.ID}
-	res, err := tx.NewInsert().Model(sig).Column("engine_instance_id", "operation_id").
-		On("CONFLICT (engine_instance_id) DO NOTHING").Exec(ctx)
+	// The insert takes its row from the lock's, so the lock comes first. The look at the
+	// signal sees it as of the statement's start: a signal raised since (its CR not known)
+	// reads as not covered, and the caller checks after the commit.
+	var raised, covered bool
+	err := tx.NewRaw(`WITH locked AS (SELECT pg_advisory_xact_lock_shared(?, hashtext(?))),
+raised AS (INSERT INTO operation_signals (engine_instance_id, operation_id) SELECT ?, ? FROM locked
+	ON CONFLICT (engine_instance_id) DO NOTHING RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM raised),
+	coalesce((SELECT cr_created FROM operation_signals WHERE engine_instance_id = ?), false)`,
+		signalLockClass, op.EngineInstanceID, op.EngineInstanceID, op.ID, op.EngineInstanceID).
+		Scan(ctx, &raised, &covered)
 	if err != nil {
 		return false, translate(err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	op.Signalled, op.CoveredBySignal = raised, !raised && covered
+	return raised, nil
 }
 
 // GetSignal returns the signal of an engine instance (ErrNotFound when none is up).

@@ -42,6 +42,7 @@ func TestOneSignalStandsForEveryOperationUntilAllAreTaken(t *testing.T) {
 	g.Expect(raised).To(BeTrue(), "the first operation raises the signal")
 	second, raised := f.writeSignalled(t, f.instance.ID, 0)
 	g.Expect(raised).To(BeFalse(), "the signal is up: its CR stands for the second operation too")
+	g.Expect(first.CoveredBySignal || second.CoveredBySignal).To(BeFalse(), "the signal's CR is not known to exist yet")
 	_, raised = f.writeSignalled(t, other.ID, 0)
 	g.Expect(raised).To(BeTrue(), "each instance has its own signal")
 
@@ -53,9 +54,12 @@ func TestOneSignalStandsForEveryOperationUntilAllAreTaken(t *testing.T) {
 	sig, err = f.store.GetSignal(f.ctx, f.db, f.instance.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sig.CRCreated).To(BeTrue())
+	third, raised := f.writeSignalled(t, f.instance.ID, 0)
+	g.Expect(raised).To(BeFalse())
+	g.Expect(third.CoveredBySignal).To(BeTrue(), "written under a signal whose CR exists: nothing to check after the commit")
 
 	// Not released while a Waiting operation is not taken.
-	taken := map[string]bool{first.ID: true}
+	taken := map[string]bool{first.ID: true, third.ID: true}
 	untaken, err := f.store.ReleaseSignal(f.ctx, f.db, f.instance.ID, func(id string) bool { return taken[id] })
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(untaken).To(HaveLen(1))

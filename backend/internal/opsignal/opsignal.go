@@ -59,26 +59,22 @@ func (s *Signaller) Row(ctx context.Context, idb bun.IDB, engine *db.EngineInsta
 	if err := s.Store.CreateOperation(ctx, idb, op); err != nil {
 		return nil, fmt.Errorf("creating %s operation: %w", resourceType, err)
 	}
-	raised, err := s.Store.RaiseSignal(ctx, idb, op)
-	if err != nil {
+	if _, err := s.Store.RaiseSignal(ctx, idb, op); err != nil {
 		return nil, fmt.Errorf("signalling %s operation: %w", resourceType, err)
 	}
-	op.Signalled = raised
 	return op, nil
 }
 
 // CRs makes sure, after the transaction that wrote ops committed, that the signal of each
 // of their engine instances has its CR: created when this transaction raised the signal,
 // or when an earlier writer's creation failed (a retry passes the Waiting operations it
-// finds). A signal already taken down needs none: the cluster-agent has the operations.
+// finds). A signal already taken down needs none: the cluster-agent has the operations;
+// nor does one whose CR the transaction saw (op.CoveredBySignal).
 func (s *Signaller) CRs(ctx context.Context, ops ...*db.Operation) error {
-	raisedBy := map[string]*db.Operation{}
-	for _, op := range ops {
-		if _, seen := raisedBy[op.EngineInstanceID]; !seen || op.Signalled {
-			raisedBy[op.EngineInstanceID] = op
+	for engineID, op := range deciding(ops) {
+		if op.CoveredBySignal {
+			continue
 		}
-	}
-	for engineID, op := range raisedBy {
 		if !op.Signalled {
 			sig, err := s.Store.GetSignal(ctx, s.DB, engineID)
 			if errors.Is(err, db.ErrNotFound) || (err == nil && sig.CRCreated) {
@@ -98,6 +94,20 @@ func (s *Signaller) CRs(ctx context.Context, ops ...*db.Operation) error {
 		}
 	}
 	return nil
+}
+
+// deciding picks, for each engine instance of ops, the operation that decides what its
+// signal needs: the one whose transaction raised it, else one its transaction did not see
+// covered by a CR, else any.
+func deciding(ops []*db.Operation) map[string]*db.Operation {
+	byEngine := map[string]*db.Operation{}
+	for _, op := range ops {
+		prev, seen := byEngine[op.EngineInstanceID]
+		if !seen || (!prev.Signalled && (op.Signalled || (prev.CoveredBySignal && !op.CoveredBySignal))) {
+			byEngine[op.EngineInstanceID] = op
+		}
+	}
+	return byEngine
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=operations,verbs=create;delete
