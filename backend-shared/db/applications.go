@@ -40,6 +40,11 @@ type Application struct {
 	UpdatedAt time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
 }
 
+// Created reports whether the row is as the transaction that created it left it (its
+// created_at and updated_at are that transaction's time until an update): after a write,
+// that the write created it.
+func (app *Application) Created() bool { return app.CreatedAt.Equal(app.UpdatedAt) }
+
 // UpsertApplication inserts app, or updates the application of the same name when its
 // engine instance, target or spec differ, and reports whether anything was written, so
 // the caller creates an Operation only for a real change. app is refreshed from the row.

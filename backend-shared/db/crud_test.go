@@ -246,6 +246,7 @@ func TestApplicationCRUD(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(changed).To(BeTrue())
 	g.Expect(app.ID).NotTo(BeEmpty())
+	g.Expect(app.Created()).To(BeTrue(), "the first write creates it")
 	firstUpdate := app.UpdatedAt
 
 	same := &db.Application{TenantID: tenant.ID, Name: app.Name, EngineInstanceID: f.instance.ID,
@@ -256,10 +257,13 @@ func TestApplicationCRUD(t *testing.T) {
 	g.Expect(same.ID).To(Equal(app.ID))
 	g.Expect(same.UpdatedAt).To(Equal(firstUpdate))
 
+	g.Expect(same.Created()).To(BeTrue(), "read back as it was created")
+
 	same.Spec = appSpec(tenant.ID, "v2")
 	changed, err = f.store.UpsertApplication(f.ctx, f.db, same)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(changed).To(BeTrue())
+	g.Expect(same.Created()).To(BeFalse(), "an update of a row written before")
 	same.ManagedEnvironmentID = ""
 	changed, err = f.store.UpsertApplication(f.ctx, f.db, same)
 	g.Expect(err).NotTo(HaveOccurred())

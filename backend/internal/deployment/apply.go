@@ -21,6 +21,8 @@ type desired struct {
 	input argocd.ApplicationInput
 	// managedEnvironmentID is the row of spec.destination.environment; empty in-cluster.
 	managedEnvironmentID string
+	// created: the apply created the application row, so no state of it can exist yet.
+	created bool
 }
 
 // apply writes the application row, mapping and operations of depl in one transaction,
@@ -69,6 +71,7 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 			return err
 		}
 		written = changed
+		want.created = changed && app.Created()
 		if changed {
 			// The mapping and the AppProject's rows were written with the application
 			// row as it is; only a change needs them again.

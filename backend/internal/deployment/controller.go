@@ -112,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// stateChanged: this reconcile brings a change of the application state to the status
 	// (for the propagation histogram).
 	stateChanged := false
-	if tenant != nil {
+	if tenant != nil && (want == nil || !want.created) {
 		unread := depl.Status.DeepCopy()
 		var readErr error
 		if state, readErr = r.readStatus(ctx, tenant, depl, now); readErr != nil {
