@@ -16,9 +16,19 @@ const tenantLockClass = 0x74656e // "ten"
 // this process or another, acts on reads made before those writes. fn reads through tx.
 func (s *Store) WithTenantLock(ctx context.Context, idb bun.IDB, tenantID string, fn func(ctx context.Context, tx bun.Tx) error) error {
 	return idb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, hashtext(?))", tenantLockClass, tenantID); err != nil {
-			return translate(err)
+		if err := s.AwaitTenantLock(ctx, tx, tenantID); err != nil {
+			return err
 		}
 		return fn(ctx, tx)
 	})
+}
+
+// AwaitTenantLock waits until no transaction holds the advisory lock of tenantID and takes
+// it: until the end of idb's transaction, or, outside one, only for the statement. There it
+// costs one round trip, and whatever a holder did under the lock is done when it returns. A reader that
+// only needs to see the last holder's work, not to keep the next one out, calls this
+// rather than WithTenantLock.
+func (s *Store) AwaitTenantLock(ctx context.Context, idb bun.IDB, tenantID string) error {
+	_, err := idb.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, hashtext(?))", tenantLockClass, tenantID)
+	return translate(err)
 }

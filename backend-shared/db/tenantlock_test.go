@@ -60,3 +60,30 @@ func TestWithTenantLockReturnsTheErrorOfItsWork(t *testing.T) {
 	defer cancel()
 	g.Expect(f.store.WithTenantLock(ctx, f.db, tenant, func(context.Context, bun.Tx) error { return nil })).To(Succeed())
 }
+
+func TestAwaitTenantLockWaitsForTheHolderAndKeepsNothing(t *testing.T) {
+	t.Parallel()
+	g, f := g(t), newFixture(t)
+	tenant := newUID()
+	entered, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		held <- f.store.WithTenantLock(f.ctx, f.db, tenant, func(context.Context, bun.Tx) error {
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	g.Eventually(entered, 5*time.Second).Should(BeClosed())
+
+	awaited := make(chan error, 1)
+	go func() { awaited <- f.store.AwaitTenantLock(f.ctx, f.db, tenant) }()
+	g.Consistently(awaited, 500*time.Millisecond).ShouldNot(Receive(), "while the holder has it")
+	close(release)
+	g.Eventually(held, 5*time.Second).Should(Receive(BeNil()))
+	g.Eventually(awaited, 5*time.Second).Should(Receive(BeNil()), "once the holder let go")
+
+	// Outside a transaction it kept nothing: the next holder gets the lock at once.
+	ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
+	defer cancel()
+	g.Expect(f.store.WithTenantLock(ctx, f.db, tenant, func(context.Context, bun.Tx) error { return nil })).To(Succeed())
+}

@@ -38,6 +38,7 @@ type Store interface {
 	TenantServedBy(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (bool, error)
 	RecordLeftovers(ctx context.Context, idb bun.IDB, l *db.Leftovers) error
 	WithTenantLock(ctx context.Context, idb bun.IDB, tenantID string, fn func(ctx context.Context, tx bun.Tx) error) error
+	AwaitTenantLock(ctx context.Context, idb bun.IDB, tenantID string) error
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=appprojects,verbs=get;list;watch;create;update;patch;delete
@@ -102,23 +103,28 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 }
 
 // EnsureAdmits makes sure that the AppProject of app admits it, running Ensure only when
-// the project, as the cache shows it, does not: most Application operations then cost the
-// tenant's lock and a read of the cache, not a read of every row of the tenant. Under the
-// lock this is as safe as Ensure: one that deleted the project before shows it gone here,
-// and one that comes after reads the row of app.
+// the project, as the cache shows it, does not: most Application operations then cost one
+// wait on the tenant's lock and a read of the cache, not a transaction and a read of every
+// row of the tenant. The wait is what makes the cache safe to read: an Ensure that held the
+// lock before has let go only once the cache showed its writes (a project it deleted shows
+// gone), and one that takes it after reads the row of app, which was written before this
+// operation, and keeps the project admitting it.
 func (p *Projects) EnsureAdmits(ctx context.Context, tenantID string, app *argov1alpha1.Application) error {
-	return p.locked(ctx, tenantID, func(ctx context.Context, tx bun.Tx) error {
-		project := &argov1alpha1.AppProject{}
-		err := p.Client.Get(ctx, client.ObjectKey{Namespace: p.Identity.Namespace, Name: app.Spec.Project}, project)
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("reading AppProject %s: %w", app.Spec.Project, err)
-		}
-		if err == nil && admits(project, app) {
-			return nil
-		}
-		_, err = p.ensure(ctx, tx, tenantID, nil)
+	ctx, cancel := context.WithTimeout(ctx, ensureTimeout)
+	defer cancel()
+	if err := p.Store.AwaitTenantLock(ctx, p.DB, tenantID); err != nil {
 		return err
-	})
+	}
+	project := &argov1alpha1.AppProject{}
+	err := p.Client.Get(ctx, client.ObjectKey{Namespace: p.Identity.Namespace, Name: app.Spec.Project}, project)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reading AppProject %s: %w", app.Spec.Project, err)
+	}
+	if err == nil && admits(project, app) {
+		return nil
+	}
+	_, err = p.Ensure(ctx, tenantID)
+	return err
 }
 
 // locked runs fn in a transaction holding the tenant's advisory lock, within ensureTimeout.
