@@ -49,37 +49,14 @@ type ApplicationState struct {
 	UpdatedAt       time.Time                    `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
 }
 
-// UpsertApplicationState writes st when it differs from the stored state and reports
+// RecordApplicationState writes st when it differs from the stored state and reports
 // whether it did: the comparison happens in PostgreSQL (IS DISTINCT FROM, JSONB compared by
 // value), so the cluster-agent writes and notifies only on a real change, with no read
-// first. st.UpdatedAt is set when written.
-func (s *Store) UpsertApplicationState(ctx context.Context, idb bun.IDB, st *ApplicationState) (changed bool, err error) {
-	res, err := upsertApplicationState(idb, st).Returning("updated_at").Exec(ctx)
-	if err != nil {
-		return false, translate(err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
-}
-
-// RecordApplicationState is UpsertApplicationState in one statement that also publishes
-// the application's id on notifyChannel when it writes: the change and its notification
-// commit together, in one round trip.
+// first. The same statement publishes the application's id on notifyChannel when it writes
+// (the cluster-agent passes notify.ApplicationStateChanged, which wakes the backend): the
+// change and its notification commit together, in one round trip. st.UpdatedAt is set when
+// written.
 func (s *Store) RecordApplicationState(ctx context.Context, idb bun.IDB, st *ApplicationState, notifyChannel string) (changed bool, err error) {
-	upsert := upsertApplicationState(idb, st).Returning("application_id, updated_at")
-	var written []ApplicationState
-	err = selectNotifying(idb, upsert, "application_id", notifyChannel).
-		ColumnExpr("written.updated_at").
-		Scan(ctx, &written)
-	if err != nil || len(written) == 0 {
-		return false, translate(err)
-	}
-	st.UpdatedAt = written[0].UpdatedAt
-	return true, nil
-}
-
-// upsertApplicationState inserts st, or updates the stored state when it differs.
-func upsertApplicationState(idb bun.IDB, st *ApplicationState) *bun.InsertQuery {
 	if st.Health == "" {
 		st.Health = HealthUnknown
 	}
@@ -92,7 +69,7 @@ func upsertApplicationState(idb bun.IDB, st *ApplicationState) *bun.InsertQuery 
 	if st.Conditions == nil {
 		st.Conditions = []argov1alpha1.ApplicationCondition{}
 	}
-	return idb.NewInsert().Model(st).
+	upsert := idb.NewInsert().Model(st).
 		Column("application_id", "engine_instance_id", "health_status", "health_message", "sync_status", "sync_revision",
 			"resources", "conditions", "reconciled_state", "operation_state").
 		On("CONFLICT (application_id) DO UPDATE").
@@ -109,7 +86,17 @@ func upsertApplicationState(idb bun.IDB, st *ApplicationState) *bun.InsertQuery 
 		Where("(appstate.engine_instance_id, appstate.health_status, appstate.health_message, appstate.sync_status, appstate.sync_revision, " +
 			"appstate.resources, appstate.conditions, appstate.reconciled_state, appstate.operation_state) IS DISTINCT FROM " +
 			"(EXCLUDED.engine_instance_id, EXCLUDED.health_status, EXCLUDED.health_message, EXCLUDED.sync_status, EXCLUDED.sync_revision, " +
-			"EXCLUDED.resources, EXCLUDED.conditions, EXCLUDED.reconciled_state, EXCLUDED.operation_state)")
+			"EXCLUDED.resources, EXCLUDED.conditions, EXCLUDED.reconciled_state, EXCLUDED.operation_state)").
+		Returning("application_id, updated_at")
+	var written []ApplicationState
+	err = selectNotifying(idb, upsert, "application_id", notifyChannel).
+		ColumnExpr("written.updated_at").
+		Scan(ctx, &written)
+	if err != nil || len(written) == 0 {
+		return false, translate(err)
+	}
+	st.UpdatedAt = written[0].UpdatedAt
+	return true, nil
 }
 
 // LockApplicationOperationState returns the operation state last written for an

@@ -12,6 +12,7 @@ import (
 
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 )
 
 // TestLockApplicationOperationState: the operation state last written, nil without a
@@ -27,7 +28,7 @@ func TestLockApplicationOperationState(t *testing.T) {
 	g.Expect(op).To(BeNil(), "no state yet")
 
 	st := &db.ApplicationState{ApplicationID: app.ID, EngineInstanceID: f.instance.ID, Health: db.HealthHealthy}
-	_, err = f.store.UpsertApplicationState(f.ctx, f.db, st)
+	_, err = f.store.RecordApplicationState(f.ctx, f.db, st, notify.ApplicationStateChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	op, err = f.store.LockApplicationOperationState(f.ctx, f.db, app.ID)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -36,7 +37,7 @@ func TestLockApplicationOperationState(t *testing.T) {
 	started := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	finished := metav1.NewTime(started.Add(3 * time.Second))
 	st.OperationState = &argov1alpha1.OperationState{Phase: argov1alpha1.OperationSucceeded, StartedAt: started, FinishedAt: &finished}
-	_, err = f.store.UpsertApplicationState(f.ctx, f.db, st)
+	_, err = f.store.RecordApplicationState(f.ctx, f.db, st, notify.ApplicationStateChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(f.db.RunInTx(f.ctx, nil, func(ctx context.Context, tx bun.Tx) error {

@@ -6,6 +6,7 @@ import (
 
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 )
 
 // BenchmarkUpsertApplication: the backend's write of a changed GitOpsDeployment (every
@@ -77,7 +78,7 @@ func BenchmarkReadApplicationState(b *testing.B) {
 		st.Resources = append(st.Resources, argov1alpha1.ResourceStatus{Kind: "Deployment", Name: fmt.Sprintf("web-%d", i),
 			Namespace: "team-a", Status: "Synced", Version: "v1", Group: "apps"})
 	}
-	if _, err := f.store.UpsertApplicationState(f.ctx, f.db, st); err != nil {
+	if _, err := f.store.RecordApplicationState(f.ctx, f.db, st, notify.ApplicationStateChanged); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -90,20 +91,20 @@ func BenchmarkReadApplicationState(b *testing.B) {
 	}
 }
 
-// BenchmarkUpsertApplicationStateUnchanged: the cluster-agent's write when Argo CD
+// BenchmarkRecordApplicationStateUnchanged: the cluster-agent's write when Argo CD
 // reported nothing new (compared in SQL, nothing written).
-func BenchmarkUpsertApplicationStateUnchanged(b *testing.B) {
+func BenchmarkRecordApplicationStateUnchanged(b *testing.B) {
 	f := newFixture(b)
 	tenant := f.newTenant(b)
 	app, _ := f.newApp(b, tenant.ID, "")
 	st := &db.ApplicationState{ApplicationID: app.ID, Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "abc"}
-	if _, err := f.store.UpsertApplicationState(f.ctx, f.db, st); err != nil {
+	if _, err := f.store.RecordApplicationState(f.ctx, f.db, st, notify.ApplicationStateChanged); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if changed, err := f.store.UpsertApplicationState(f.ctx, f.db, st); err != nil || changed {
+		if changed, err := f.store.RecordApplicationState(f.ctx, f.db, st, notify.ApplicationStateChanged); err != nil || changed {
 			b.Fatalf("changed=%v err=%v", changed, err)
 		}
 	}

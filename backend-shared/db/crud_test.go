@@ -9,6 +9,7 @@ import (
 
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 )
 
 func TestTenantCRUD(t *testing.T) {
@@ -59,7 +60,7 @@ func TestDeleteTenantCascades(t *testing.T) {
 	tenant := f.newTenant(t)
 	env, _ := f.newEnv(t, tenant.ID)
 	app, _ := f.newApp(t, tenant.ID, env.ID)
-	_, err := f.store.UpsertApplicationState(f.ctx, f.db, &db.ApplicationState{ApplicationID: app.ID, Health: db.HealthHealthy})
+	_, err := f.store.RecordApplicationState(f.ctx, f.db, &db.ApplicationState{ApplicationID: app.ID, Health: db.HealthHealthy}, notify.ApplicationStateChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	op := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication, ResourceID: app.ID, OwnerTenantID: tenant.ID}
 	g.Expect(f.store.CreateOperation(f.ctx, f.db, op)).To(Succeed())
@@ -339,13 +340,13 @@ func TestApplicationStateCRUD(t *testing.T) {
 		},
 		OperationState: &argov1alpha1.OperationState{Phase: "Running", Message: "syncing", StartedAt: *now},
 	}
-	changed, err := f.store.UpsertApplicationState(f.ctx, f.db, st)
+	changed, err := f.store.RecordApplicationState(f.ctx, f.db, st, notify.ApplicationStateChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(changed).To(BeTrue())
 
 	// The same state again (a fresh struct, as the agent builds it): no write.
 	copied := *st
-	changed, err = f.store.UpsertApplicationState(f.ctx, f.db, &copied)
+	changed, err = f.store.RecordApplicationState(f.ctx, f.db, &copied, notify.ApplicationStateChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(changed).To(BeFalse())
 
@@ -370,10 +371,10 @@ func TestApplicationStateCRUD(t *testing.T) {
 		func(s *db.ApplicationState) { s.OperationState = nil },
 	} {
 		mutate(got)
-		changed, err = f.store.UpsertApplicationState(f.ctx, f.db, got)
+		changed, err = f.store.RecordApplicationState(f.ctx, f.db, got, notify.ApplicationStateChanged)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(changed).To(BeTrue())
-		changed, err = f.store.UpsertApplicationState(f.ctx, f.db, got)
+		changed, err = f.store.RecordApplicationState(f.ctx, f.db, got, notify.ApplicationStateChanged)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(changed).To(BeFalse())
 	}
@@ -383,10 +384,10 @@ func TestApplicationStateCRUD(t *testing.T) {
 	g.Expect(final.OperationState).To(BeNil())
 
 	// Unknown values are refused.
-	_, err = f.store.UpsertApplicationState(f.ctx, f.db, &db.ApplicationState{ApplicationID: app.ID, Health: "Great"})
+	_, err = f.store.RecordApplicationState(f.ctx, f.db, &db.ApplicationState{ApplicationID: app.ID, Health: "Great"}, notify.ApplicationStateChanged)
 	g.Expect(err).To(MatchError(db.ErrCheck))
 
-	_, err = f.store.UpsertApplicationState(f.ctx, f.db, &db.ApplicationState{ApplicationID: newUID()})
+	_, err = f.store.RecordApplicationState(f.ctx, f.db, &db.ApplicationState{ApplicationID: newUID()}, notify.ApplicationStateChanged)
 	g.Expect(err).To(MatchError(db.ErrInvalidReference))
 
 	g.Expect(f.store.DeleteApplicationState(f.ctx, f.db, f.newInstance(t).ID, app.ID)).To(MatchError(db.ErrNotFound))
@@ -637,17 +638,20 @@ func TestOperationCRUD(t *testing.T) {
 	g.Expect(pending).To(HaveLen(2))
 	g.Expect(pending[0].ID).To(Equal(op.ID))
 
-	got, err := f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, op.ID, db.OperationInProgress, "working")
+	updated, err := f.store.UpdateOperationStates(f.ctx, f.db, f.instance.ID, []string{op.ID}, db.OperationInProgress, "working", notify.OperationChanged)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got.GCExpiresAt).To(BeZero())
-	_, err = f.store.UpdateOperationState(f.ctx, f.db, otherInstance.EngineInstanceID, op.ID, db.OperationCompleted, "")
+	g.Expect(updated).To(HaveLen(1))
+	g.Expect(updated[0].GCExpiresAt).To(BeZero())
+	_, err = f.store.UpdateOperationStates(f.ctx, f.db, otherInstance.EngineInstanceID, []string{op.ID}, db.OperationCompleted, "", notify.OperationChanged)
 	g.Expect(err).To(MatchError(db.ErrNotFound), "scoped by engine instance")
-	got, err = f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, op.ID, db.OperationCompleted, "done")
+	updated, err = f.store.UpdateOperationStates(f.ctx, f.db, f.instance.ID, []string{op.ID}, db.OperationCompleted, "done", notify.OperationChanged)
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(updated).To(HaveLen(1))
+	got := updated[0]
 	g.Expect(got.State).To(Equal(db.OperationCompleted))
 	g.Expect(got.HumanReadableState).To(Equal("done"))
 	g.Expect(got.GCExpiresAt).To(BeTemporally("~", got.UpdatedAt.Add(time.Hour), time.Second))
-	_, err = f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, op.ID, "Done", "")
+	_, err = f.store.UpdateOperationStates(f.ctx, f.db, f.instance.ID, []string{op.ID}, "Done", "", notify.OperationChanged)
 	g.Expect(err).To(MatchError(db.ErrCheck))
 
 	pending, err = f.store.ListPendingOperations(f.ctx, f.db, f.instance.ID)
@@ -664,7 +668,7 @@ func TestOperationCRUD(t *testing.T) {
 	g.Expect(fromDB.GCExpiresAt).To(BeTemporally("~", got.GCExpiresAt, time.Millisecond))
 
 	// A failed operation without expiry is kept.
-	_, err = f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, appProject.ID, db.OperationFailed, "no")
+	_, err = f.store.UpdateOperationStates(f.ctx, f.db, f.instance.ID, []string{appProject.ID}, db.OperationFailed, "no", notify.OperationChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	gced, err := f.store.GarbageCollectOperations(f.ctx, f.db, time.Now(), 100)
@@ -692,7 +696,7 @@ func TestGarbageCollectOperationsLimit(t *testing.T) {
 	for range 5 {
 		op := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication, ResourceID: newUID(), GCExpirationSeconds: 1}
 		g.Expect(f.store.CreateOperation(f.ctx, f.db, op)).To(Succeed())
-		_, err := f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, op.ID, db.OperationCompleted, "")
+		_, err := f.store.UpdateOperationStates(f.ctx, f.db, f.instance.ID, []string{op.ID}, db.OperationCompleted, "", notify.OperationChanged)
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	later := time.Now().Add(time.Minute)

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 )
 
 // tenantRows is one of everything a tenant owns.
@@ -26,7 +27,7 @@ func (f *fixture) populateTenant(t *testing.T) *tenantRows {
 	tid := r.tenant.ID
 	r.env, _ = f.newEnv(t, tid)
 	r.app, r.mapping = f.newApp(t, tid, r.env.ID)
-	_, err := f.store.UpsertApplicationState(f.ctx, f.db, &db.ApplicationState{ApplicationID: r.app.ID, Health: db.HealthHealthy})
+	_, err := f.store.RecordApplicationState(f.ctx, f.db, &db.ApplicationState{ApplicationID: r.app.ID, Health: db.HealthHealthy}, notify.ApplicationStateChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	r.syncOp = &db.SyncOperation{TenantID: tid, ApplicationID: r.app.ID, DeploymentName: r.mapping.DeploymentName}
 	g.Expect(f.store.CreateSyncOperation(f.ctx, f.db, r.syncOp)).To(Succeed())

@@ -7,6 +7,7 @@ import (
 
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 )
 
 func TestMoveTenant(t *testing.T) {
@@ -23,7 +24,7 @@ func TestMoveTenant(t *testing.T) {
 	// The old instance reported a compared state: that is not an adoption by the new one.
 	compared := &db.ApplicationState{ApplicationID: app.ID, EngineInstanceID: f.instance.ID, Health: db.HealthHealthy,
 		ReconciledState: &argov1alpha1.ComparedTo{Destination: app.Spec.Destination}}
-	_, err := f.store.UpsertApplicationState(f.ctx, f.db, compared)
+	_, err := f.store.RecordApplicationState(f.ctx, f.db, compared, notify.ApplicationStateChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	move, err := f.store.MoveTenant(f.ctx, f.db, tenant.ID, to.ID)
@@ -61,7 +62,7 @@ func TestMoveTenant(t *testing.T) {
 	g.Expect(adopted).To(BeFalse())
 	// The same state reported by the new instance is a change (of reporter), and adopts it.
 	compared.EngineInstanceID = to.ID
-	changed, err := f.store.UpsertApplicationState(f.ctx, f.db, compared)
+	changed, err := f.store.RecordApplicationState(f.ctx, f.db, compared, notify.ApplicationStateChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(changed).To(BeTrue())
 	adopted, err = f.store.ApplicationAdopted(f.ctx, f.db, app.ID)

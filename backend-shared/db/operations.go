@@ -133,33 +133,23 @@ func (s *Store) ListOperations(ctx context.Context, idb bun.IDB, f OperationFilt
 	return ops, translate(err)
 }
 
-// UpdateOperationState records an engine instance's progress on one of its operations
-// and returns the row. Finishing it (Completed, Failed) starts its garbage-collection
-// clock. Publish notify.OperationChanged in the same transaction to wake the backend.
-func (s *Store) UpdateOperationState(ctx context.Context, idb bun.IDB, engineInstanceID, id string, state OperationState, humanReadable string) (*Operation, error) {
-	op := new(Operation)
-	res, err := updateOperations(idb.NewUpdate().Model(op), engineInstanceID, []string{id}, state, humanReadable).
-		Returning("*").
-		Exec(ctx)
-	if err != nil {
-		return nil, translate(err)
-	}
-	if err := notFoundIfNone(res, "operation "+id); err != nil {
-		return nil, err
-	}
-	return op, nil
-}
-
-// UpdateOperationStates is UpdateOperationState for several operations of an engine
-// instance at once, in one statement that also publishes each updated operation's id on
-// notifyChannel: the change and its notifications commit together, in one round trip. It
-// returns the updated rows; an id that names no operation of the instance is ErrNotFound
-// (the others are updated all the same).
+// UpdateOperationStates records an engine instance's progress on some of its operations,
+// in one statement that also publishes each updated operation's id on notifyChannel (the
+// cluster-agent passes notify.OperationChanged, which wakes the backend): the change and
+// its notifications commit together, in one round trip. Finishing an operation (Completed,
+// Failed) starts its garbage-collection clock. It returns the updated rows; an id that
+// names no operation of the instance is ErrNotFound (the others are updated all the same).
 func (s *Store) UpdateOperationStates(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string, state OperationState, humanReadable, notifyChannel string) ([]Operation, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	update := updateOperations(idb.NewUpdate().Model((*Operation)(nil)), engineInstanceID, ids, state, humanReadable).
+	update := idb.NewUpdate().Model((*Operation)(nil)).
+		Set("state = ?", state).
+		Set("human_readable_state = ?", humanReadable).
+		Set("updated_at = now()").
+		Set("gc_expires_at = CASE WHEN ? AND op.gc_expiration_seconds > 0 "+
+			"THEN now() + make_interval(secs => op.gc_expiration_seconds) END", state.Finished()).
+		Where("op.engine_instance_id = ? AND op.id IN (?)", engineInstanceID, bun.In(ids)).
 		Returning("op.*")
 	var ops []Operation
 	err := selectNotifying(idb, update, "id", notifyChannel).
@@ -182,17 +172,6 @@ func selectNotifying(idb bun.IDB, write bun.Query, idColumn, channel string) *bu
 	return idb.NewSelect().With("written", write).
 		TableExpr("written").
 		Join(", LATERAL (SELECT pg_notify(?, written.?::text)) AS notified", channel, bun.Ident(idColumn))
-}
-
-// updateOperations sets the state of the operations ids of an engine instance.
-func updateOperations(q *bun.UpdateQuery, engineInstanceID string, ids []string, state OperationState, humanReadable string) *bun.UpdateQuery {
-	return q.
-		Set("state = ?", state).
-		Set("human_readable_state = ?", humanReadable).
-		Set("updated_at = now()").
-		Set("gc_expires_at = CASE WHEN ? AND op.gc_expiration_seconds > 0 "+
-			"THEN now() + make_interval(secs => op.gc_expiration_seconds) END", state.Finished()).
-		Where("op.engine_instance_id = ? AND op.id IN (?)", engineInstanceID, bun.In(ids))
 }
 
 // HasOperations reports whether an engine instance has any operation, finished or not.

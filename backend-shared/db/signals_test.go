@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 )
 
 // writeSignalled writes an operation of instance and raises its signal in one transaction,
@@ -68,7 +69,7 @@ func TestOneSignalStandsForEveryOperationUntilAllAreTaken(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "still up")
 
 	// A finished operation needs no taking.
-	_, err = f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, second.ID, db.OperationCompleted, "done")
+	_, err = f.store.UpdateOperationStates(f.ctx, f.db, f.instance.ID, []string{second.ID}, db.OperationCompleted, "done", notify.OperationChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	untaken, err = f.store.ReleaseSignal(f.ctx, f.db, f.instance.ID, func(id string) bool { return taken[id] })
 	g.Expect(err).NotTo(HaveOccurred())
@@ -110,7 +111,7 @@ func TestReviveSignal(t *testing.T) {
 			}
 			g.Expect(f.store.MarkSignalCRCreated(f.ctx, f.db, f.instance.ID, ops[0].ID)).To(Succeed())
 			for _, op := range ops[:3-c.waiting] {
-				_, err := f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, op.ID, db.OperationCompleted, "done")
+				_, err := f.store.UpdateOperationStates(f.ctx, f.db, f.instance.ID, []string{op.ID}, db.OperationCompleted, "done", notify.OperationChanged)
 				g.Expect(err).NotTo(HaveOccurred())
 			}
 			if !c.signalUp {
@@ -165,7 +166,7 @@ func TestNoOperationIsLeftWithoutASignal(t *testing.T) {
 	take := func(ops []db.Operation) {
 		for _, op := range ops {
 			taken[op.ID] = true
-			_, err := f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, op.ID, db.OperationCompleted, "done")
+			_, err := f.store.UpdateOperationStates(f.ctx, f.db, f.instance.ID, []string{op.ID}, db.OperationCompleted, "done", notify.OperationChanged)
 			g.Expect(err).NotTo(HaveOccurred())
 		}
 	}
@@ -210,7 +211,7 @@ func TestListWaitingOperationsSince(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	recent, _ := f.writeSignalled(t, f.instance.ID, 0)
 	done, _ := f.writeSignalled(t, f.instance.ID, 0)
-	_, err = f.store.UpdateOperationState(f.ctx, f.db, f.instance.ID, done.ID, db.OperationInProgress, "taken")
+	_, err = f.store.UpdateOperationStates(f.ctx, f.db, f.instance.ID, []string{done.ID}, db.OperationInProgress, "taken", notify.OperationChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	f.writeSignalled(t, f.newInstance(t).ID, 0)
 

@@ -82,7 +82,7 @@ func (h *harness) signalled(op db.Operation) {
 // finish marks an operation Completed as the cluster-agent does, with its notification.
 func (h *harness) finish(op db.Operation) {
 	h.t.Helper()
-	_, err := h.store.UpdateOperationState(h.ctx, h.db, op.EngineInstanceID, op.ID, db.OperationCompleted, "done")
+	_, err := h.store.UpdateOperationStates(h.ctx, h.db, op.EngineInstanceID, []string{op.ID}, db.OperationCompleted, "done", notify.OperationChanged)
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.g.Expect(notify.PublishOperationChanged(h.ctx, h.db, op.ID)).To(Succeed())
 }
@@ -174,7 +174,7 @@ func TestOnlyRealChangesCreateOperations(t *testing.T) {
 func (h *harness) writeState(uid types.UID, st *db.ApplicationState) {
 	h.t.Helper()
 	st.ApplicationID = string(uid)
-	_, err := h.store.UpsertApplicationState(h.ctx, h.db, st)
+	_, err := h.store.RecordApplicationState(h.ctx, h.db, st, notify.ApplicationStateChanged)
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.g.Expect(notify.PublishApplicationStateChanged(h.ctx, h.db, string(uid))).To(Succeed())
 }
@@ -396,7 +396,7 @@ func TestFinalizedDeploymentReportsResourcesThatMayRemain(t *testing.T) {
 	// The cluster-agent had to remove Argo CD's finalizer.
 	state := "Argo CD Application x deleted, but Argo CD did not finish pruning its resources within 5m0s, so its finalizer was removed: " +
 		argocd.MessageResourcesMayRemain + ": ConfigMap " + h.tenant + "/settings"
-	_, err := h.store.UpdateOperationState(h.ctx, h.db, deletion.EngineInstanceID, deletion.ID, db.OperationCompleted, state)
+	_, err := h.store.UpdateOperationStates(h.ctx, h.db, deletion.EngineInstanceID, []string{deletion.ID}, db.OperationCompleted, state, notify.OperationChanged)
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.g.Expect(notify.PublishOperationChanged(h.ctx, h.db, deletion.ID)).To(Succeed())
 

@@ -15,6 +15,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	agent "github.com/gitops-service/gitops-service/cluster-agent/app"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/opgc"
@@ -30,7 +31,7 @@ func TestOperationGarbageCollection(t *testing.T) {
 		op := &db.Operation{EngineInstanceID: e.id.InstanceID, ResourceType: db.OperationResourceAppProject,
 			ResourceID: tenant.ID, OwnerTenantID: tenant.ID, GCExpirationSeconds: keepSeconds}
 		g.Expect(e.store.CreateOperation(e.ctx, e.db, op)).To(Succeed())
-		_, err := e.store.UpdateOperationState(e.ctx, e.db, e.id.InstanceID, op.ID, db.OperationCompleted, "done")
+		_, err := e.store.UpdateOperationStates(e.ctx, e.db, e.id.InstanceID, []string{op.ID}, db.OperationCompleted, "done", notify.OperationChanged)
 		g.Expect(err).NotTo(HaveOccurred())
 		return op
 	}
@@ -93,7 +94,7 @@ func TestOperationsWithoutACRAreCollected(t *testing.T) {
 		op := &db.Operation{EngineInstanceID: e.id.InstanceID, ResourceType: db.OperationResourceAppProject,
 			ResourceID: tenant.ID, OwnerTenantID: tenant.ID, GCExpirationSeconds: 1}
 		g.Expect(e.store.CreateOperation(e.ctx, e.db, op)).To(Succeed())
-		_, err := e.store.UpdateOperationState(e.ctx, e.db, e.id.InstanceID, op.ID, db.OperationCompleted, "done")
+		_, err := e.store.UpdateOperationStates(e.ctx, e.db, e.id.InstanceID, []string{op.ID}, db.OperationCompleted, "done", notify.OperationChanged)
 		g.Expect(err).NotTo(HaveOccurred())
 		under = append(under, op.ID)
 	}

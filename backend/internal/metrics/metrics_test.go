@@ -15,6 +15,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
@@ -112,7 +113,7 @@ func TestDeploymentsBySyncAndHealth(t *testing.T) {
 		if s.sync == "" {
 			continue
 		}
-		_, err = store.UpsertApplicationState(ctx, bdb, &db.ApplicationState{ApplicationID: uid, EngineInstanceID: engine.ID, SyncStatus: s.sync, Health: s.health})
+		_, err = store.RecordApplicationState(ctx, bdb, &db.ApplicationState{ApplicationID: uid, EngineInstanceID: engine.ID, SyncStatus: s.sync, Health: s.health}, notify.ApplicationStateChanged)
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/orphans"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
@@ -258,14 +259,14 @@ func TestHandleReleasesAMovedApplicationOnlyOnceTheNewInstanceAdoptedIt(t *testi
 
 	// A state written by the new instance's agent before Argo CD compared does not count.
 	state := &db.ApplicationState{ApplicationID: row.ID, EngineInstanceID: other.InstanceID}
-	_, err = f.store.UpsertApplicationState(f.ctx, f.db, state)
+	_, err = f.store.RecordApplicationState(f.ctx, f.db, state, notify.ApplicationStateChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	out, err = f.apps.Handle(f.ctx, operation.Target{ResourceID: row.ID, TenantID: f.tenant.ID})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.State).To(Equal(db.OperationInProgress))
 
 	state.ReconciledState = &argov1alpha1.ComparedTo{Destination: argov1alpha1.ApplicationDestination{Server: argocd.InClusterServer, Namespace: "team-a"}}
-	_, err = f.store.UpsertApplicationState(f.ctx, f.db, state)
+	_, err = f.store.RecordApplicationState(f.ctx, f.db, state, notify.ApplicationStateChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	out, err = f.apps.Handle(f.ctx, operation.Target{ResourceID: row.ID, TenantID: f.tenant.ID})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -14,6 +14,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 )
@@ -50,7 +51,7 @@ func (f *fixture) operation(instanceID string, state db.OperationState, expired 
 		HumanReadableState: "waiting", GCExpirationSeconds: 3600}
 	g.Expect(f.store.CreateOperation(f.ctx, f.db, op)).To(Succeed())
 	if state != db.OperationWaiting {
-		_, err := f.store.UpdateOperationState(f.ctx, f.db, instanceID, op.ID, state, "done")
+		_, err := f.store.UpdateOperationStates(f.ctx, f.db, instanceID, []string{op.ID}, state, "done", notify.OperationChanged)
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	if expired {

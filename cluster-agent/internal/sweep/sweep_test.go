@@ -19,6 +19,7 @@ import (
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 )
@@ -220,10 +221,10 @@ func TestRunRestoresWhatWasDeletedByHand(t *testing.T) {
 	// Restoring the Application failed (the row cannot be applied): the sweep does not
 	// repeat the failure every run.
 	app := f.ops(db.OperationResourceApplication, row.ID)[0]
-	_, err := f.store.UpdateOperationState(f.ctx, f.db, f.s.Identity.InstanceID, app.ID, db.OperationFailed, "Argo CD rejected it")
+	_, err := f.store.UpdateOperationStates(f.ctx, f.db, f.s.Identity.InstanceID, []string{app.ID}, db.OperationFailed, "Argo CD rejected it", notify.OperationChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	proj := f.ops(db.OperationResourceAppProject, tenant.ID)[0]
-	_, err = f.store.UpdateOperationState(f.ctx, f.db, f.s.Identity.InstanceID, proj.ID, db.OperationCompleted, "done")
+	_, err = f.store.UpdateOperationStates(f.ctx, f.db, f.s.Identity.InstanceID, []string{proj.ID}, db.OperationCompleted, "done", notify.OperationChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	res = f.run()
 	g.Expect(f.ops(db.OperationResourceApplication, row.ID)).To(HaveLen(1), "a failed restore was repeated")
