@@ -1,7 +1,9 @@
 package db
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -44,6 +46,22 @@ type Application struct {
 // created_at and updated_at are that transaction's time until an update): after a write,
 // that the write created it.
 func (app *Application) Created() bool { return app.CreatedAt.Equal(app.UpdatedAt) }
+
+// SameAs reports whether writing want over app would change nothing: the comparison
+// UpsertApplication makes in PostgreSQL, made on rows already read (the spec compared as
+// the JSON it is stored as).
+func (app *Application) SameAs(want *Application) bool {
+	if app.TenantID != want.TenantID || app.Name != want.Name || app.EngineInstanceID != want.EngineInstanceID ||
+		app.ManagedEnvironmentID != want.ManagedEnvironmentID || app.Refresh != want.Refresh {
+		return false
+	}
+	have, err := json.Marshal(app.Spec)
+	if err != nil {
+		return false
+	}
+	wanted, err := json.Marshal(want.Spec)
+	return err == nil && bytes.Equal(have, wanted)
+}
 
 // UpsertApplication inserts app, or updates the application of the same name when its
 // engine instance, target or spec differ, and reports whether anything was written, so
@@ -151,4 +169,31 @@ func (s *Store) DeleteApplicationByDeploymentUID(ctx context.Context, idb bun.ID
 		return nil, err
 	}
 	return app, nil
+}
+
+// AppliedApplication is an application row as a GitOpsDeployment's reconcile finds it
+// before writing: with its tenant, and whether an operation on it is still Waiting.
+type AppliedApplication struct {
+	Application `bun:",extend"`
+
+	Tenant *Tenant `bun:"rel:belongs-to,join:tenant_id=id"`
+	// Waiting: an operation on the row is Waiting (its signal may still need a CR).
+	Waiting bool `bun:"waiting,scanonly"`
+}
+
+// GetAppliedApplication returns application id with its tenant, which must be the tenant of
+// namespaceUID (ErrNotFound otherwise, as when there is no such row), in one statement.
+func (s *Store) GetAppliedApplication(ctx context.Context, idb bun.IDB, namespaceUID, id string) (*AppliedApplication, error) {
+	row := new(AppliedApplication)
+	err := idb.NewSelect().Model(row).
+		ColumnExpr("app.*").
+		ColumnExpr("EXISTS (SELECT 1 FROM operations AS op WHERE op.resource_type = ? AND op.resource_id = app.id AND op.state = ?) AS waiting",
+			OperationResourceApplication, OperationWaiting).
+		Relation("Tenant").
+		Where("app.id = ? AND tenant.namespace_uid = ?", id, namespaceUID).
+		Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("application %s: %w", id, translate(err))
+	}
+	return row, nil
 }

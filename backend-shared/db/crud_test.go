@@ -744,3 +744,82 @@ func TestSetEngineClusterCredentials(t *testing.T) {
 	_, err = f.store.SetEngineClusterCredentials(f.ctx, f.db, "west", &db.ClusterCredentials{Host: "https://west:6443"})
 	g.Expect(err).To(MatchError(db.ErrCheck), "credentials without a secret are refused")
 }
+
+func TestGetAppliedApplicationReadsTheRowItsTenantAndWhetherAnOperationWaits(t *testing.T) {
+	t.Parallel()
+	g, f := g(t), newFixture(t)
+	tenant, other := f.newTenant(t), f.newTenant(t)
+	app, _ := f.newApp(t, tenant.ID, "")
+
+	got, err := f.store.GetAppliedApplication(f.ctx, f.db, tenant.NamespaceUID, app.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.ID).To(Equal(app.ID))
+	g.Expect(got.Spec).To(Equal(app.Spec))
+	g.Expect(got.EngineInstanceID).To(Equal(f.instance.ID))
+	g.Expect(got.Tenant).NotTo(BeNil())
+	g.Expect(got.Tenant.ID).To(Equal(tenant.ID))
+	g.Expect(got.Tenant.NamespaceName).To(Equal(tenant.NamespaceName))
+	g.Expect(got.Waiting).To(BeFalse())
+
+	op := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication, ResourceID: app.ID}
+	g.Expect(f.store.CreateOperation(f.ctx, f.db, op)).To(Succeed())
+	got, err = f.store.GetAppliedApplication(f.ctx, f.db, tenant.NamespaceUID, app.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Waiting).To(BeTrue(), "an operation waits")
+	_, err = f.store.UpdateOperationStates(f.ctx, f.db, f.instance.ID, []string{op.ID}, db.OperationCompleted, "done", notify.OperationChanged)
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err = f.store.GetAppliedApplication(f.ctx, f.db, tenant.NamespaceUID, app.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Waiting).To(BeFalse(), "finished")
+
+	_, err = f.store.GetAppliedApplication(f.ctx, f.db, other.NamespaceUID, app.ID)
+	g.Expect(err).To(MatchError(db.ErrNotFound), "another namespace's tenant")
+	_, err = f.store.GetAppliedApplication(f.ctx, f.db, tenant.NamespaceUID, newUID())
+	g.Expect(err).To(MatchError(db.ErrNotFound), "no such row")
+}
+
+// SameAs, on a row read back from PostgreSQL, agrees with UpsertApplication's comparison.
+func TestSameAsAgreesWithTheUpsert(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tenant := f.newTenant(t)
+	env, _ := f.newEnv(t, tenant.ID)
+	written, _ := f.newApp(t, tenant.ID, "")
+	stored, err := f.store.GetApplication(f.ctx, f.db, tenant.ID, written.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(change func(*db.Application)) *db.Application {
+		app := &db.Application{TenantID: tenant.ID, Name: written.Name, EngineInstanceID: f.instance.ID, Spec: appSpec(tenant.ID, "main")}
+		change(app)
+		return app
+	}
+	for _, tc := range []struct {
+		name string
+		want *db.Application
+		same bool
+	}{
+		{"as written", want(func(*db.Application) {}), true},
+		{"another revision", want(func(a *db.Application) { a.Spec.Source.TargetRevision = "v2" }), false},
+		{"another sync option", want(func(a *db.Application) {
+			a.Spec.SyncPolicy.SyncOptions = append(a.Spec.SyncPolicy.SyncOptions, "CreateNamespace=true")
+		}), false},
+		{"not automated", want(func(a *db.Application) { a.Spec.SyncPolicy.Automated = nil }), false},
+		{"another engine instance", want(func(a *db.Application) { a.EngineInstanceID = newUID() }), false},
+		{"a managed environment", want(func(a *db.Application) { a.ManagedEnvironmentID = env.ID }), false},
+		{"a refresh", want(func(a *db.Application) { a.Refresh = "now" }), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(stored.SameAs(tc.want)).To(Equal(tc.same))
+			if tc.same {
+				changed, err := f.store.UpsertApplication(f.ctx, f.db, tc.want)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(changed).To(BeFalse(), "the upsert finds nothing to change either")
+			}
+		})
+	}
+	other := want(func(a *db.Application) {})
+	other.TenantID = f.newTenant(t).ID
+	NewWithT(t).Expect(stored.SameAs(other)).To(BeFalse(), "another tenant's")
+}

@@ -84,7 +84,6 @@ func (h *harness) finish(op db.Operation) {
 	h.t.Helper()
 	_, err := h.store.UpdateOperationStates(h.ctx, h.db, op.EngineInstanceID, []string{op.ID}, db.OperationCompleted, "done", notify.OperationChanged)
 	h.g.Expect(err).NotTo(HaveOccurred())
-	h.g.Expect(notify.PublishOperationChanged(h.ctx, h.db, op.ID)).To(Succeed())
 }
 
 // update changes a GitOpsDeployment, retrying on conflicts with the controller's status writes.
@@ -159,15 +158,34 @@ func TestOnlyRealChangesCreateOperations(t *testing.T) {
 	h.application(depl.UID)
 	h.g.Eventually(func() []db.Operation { return h.operations(db.OperationResourceApplication, string(depl.UID)) }, eventually, poll).Should(HaveLen(1))
 
-	// A status notification reconciles the deployment again: no new operation.
+	// A status notification reconciles the deployment again: no new operation. Once the
+	// operation is no longer Waiting, it does not even open a transaction: the rows are read
+	// in one statement and found as the deployment asks.
+	h.finish(h.operations(db.OperationResourceApplication, string(depl.UID))[0])
 	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "abc"})
 	h.g.Eventually(func() v1.SyncStatusCode { return h.get(depl).Status.Sync.Status }, eventually, poll).Should(Equal(v1.SyncStatusCodeSynced))
 	h.g.Expect(h.operations(db.OperationResourceApplication, string(depl.UID))).To(HaveLen(1))
+	began := h.transactions()
+	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "def"})
+	h.g.Eventually(func() string { return h.get(depl).Status.Sync.Revision }, eventually, poll).Should(Equal("def"))
+	h.g.Expect(h.transactions()).To(Equal(began), "no transaction for a deployment whose rows are as it asks")
 
 	// A spec change that changes the Application does create one.
 	h.update(depl, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "environments/staging" })
 	h.g.Eventually(func() []db.Operation { return h.operations(db.OperationResourceApplication, string(depl.UID)) }, eventually, poll).Should(HaveLen(2))
 	h.g.Expect(h.application(depl.UID).Spec.Source.Path).To(Equal("environments/staging"))
+	h.g.Expect(h.transactions()).To(BeNumerically(">", began), "written in a transaction")
+}
+
+// transactions counts the transactions begun in the harness's database so far.
+func (h *harness) transactions() int64 {
+	h.t.Helper()
+	_, err := h.db.ExecContext(h.ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+	h.g.Expect(err).NotTo(HaveOccurred())
+	var n int64
+	h.g.Expect(h.db.NewRaw(`SELECT coalesce(sum(s.calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+		WHERE d.datname = current_database() AND lower(s.query) = 'begin'`).Scan(h.ctx, &n)).To(Succeed())
+	return n
 }
 
 // writeState stores an application state as the cluster-agent does, with its notification.
@@ -176,7 +194,6 @@ func (h *harness) writeState(uid types.UID, st *db.ApplicationState) {
 	st.ApplicationID = string(uid)
 	_, err := h.store.RecordApplicationState(h.ctx, h.db, st, notify.ApplicationStateChanged)
 	h.g.Expect(err).NotTo(HaveOccurred())
-	h.g.Expect(notify.PublishApplicationStateChanged(h.ctx, h.db, string(uid))).To(Succeed())
 }
 
 func TestStatusFollowsApplicationState(t *testing.T) {
@@ -398,7 +415,6 @@ func TestFinalizedDeploymentReportsResourcesThatMayRemain(t *testing.T) {
 		argocd.MessageResourcesMayRemain + ": ConfigMap " + h.tenant + "/settings"
 	_, err := h.store.UpdateOperationStates(h.ctx, h.db, deletion.EngineInstanceID, []string{deletion.ID}, db.OperationCompleted, state, notify.OperationChanged)
 	h.g.Expect(err).NotTo(HaveOccurred())
-	h.g.Expect(notify.PublishOperationChanged(h.ctx, h.db, deletion.ID)).To(Succeed())
 
 	h.g.Eventually(func() bool {
 		return apierrors.IsNotFound(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(depl), &v1.GitOpsDeployment{}))

@@ -35,6 +35,10 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 		tenant, _ := r.Tenancy.ExistingTenant(ctx, r.DB, depl.Namespace)
 		return tenant, nil, err
 	}
+	if tenant, want := r.alreadyApplied(ctx, depl); want != nil {
+		depl.Status.LastHandledRefresh = depl.Annotations[v1.RefreshAnnotation]
+		return tenant, want, nil
+	}
 	var (
 		tenant  *db.Tenant
 		want    *desired
@@ -56,16 +60,7 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 		} else if engine, err = r.Tenancy.EngineInstance(ctx, tx, tenant); err != nil {
 			return err
 		}
-		want.input.Project = argocd.ProjectName(tenant.ID, want.input.Destination)
-		app := &db.Application{
-			ID:                   string(depl.UID),
-			TenantID:             tenant.ID,
-			Name:                 argocd.ApplicationName(depl.UID),
-			EngineInstanceID:     engine.ID,
-			ManagedEnvironmentID: want.managedEnvironmentID,
-			Spec:                 argocd.ApplicationSpec(want.input),
-			Refresh:              depl.Annotations[v1.RefreshAnnotation],
-		}
+		app := applicationRow(depl, tenant, engine.ID, want)
 		changed, err := r.Store.UpsertApplication(ctx, tx, app)
 		if err != nil {
 			return err
@@ -125,6 +120,46 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 	}
 	depl.Status.LastHandledRefresh = depl.Annotations[v1.RefreshAnnotation]
 	return tenant, want, nil
+}
+
+// alreadyApplied returns the tenant and what depl asks for when its application row says
+// so already and no operation on it waits, read in one statement: the reconcile that
+// brings Argo CD's report to the status, like any other that finds nothing changed, then
+// opens no transaction. Otherwise it returns nil and apply writes as usual; so it does for
+// a deployment to a managed environment, whose resolution reads more, and on any error,
+// which apply meets again and reports.
+func (r *Reconciler) alreadyApplied(ctx context.Context, depl *v1.GitOpsDeployment) (*db.Tenant, *desired) {
+	if depl.Spec.Destination.Environment != "" {
+		return nil, nil
+	}
+	namespaceUID, err := r.Tenancy.NamespaceUID(ctx, depl.Namespace)
+	if err != nil {
+		return nil, nil
+	}
+	row, err := r.Store.GetAppliedApplication(ctx, r.DB, namespaceUID, string(depl.UID))
+	if err != nil || row.Waiting || row.Tenant.EngineInstanceID == "" {
+		return nil, nil
+	}
+	want, err := r.resolve(ctx, r.DB, row.Tenant, depl)
+	if err != nil || !row.SameAs(applicationRow(depl, row.Tenant, row.Tenant.EngineInstanceID, want)) {
+		return nil, nil
+	}
+	return row.Tenant, want
+}
+
+// applicationRow is the application row of depl for tenant on engine instance engineID; it
+// sets the project of want's input.
+func applicationRow(depl *v1.GitOpsDeployment, tenant *db.Tenant, engineID string, want *desired) *db.Application {
+	want.input.Project = argocd.ProjectName(tenant.ID, want.input.Destination)
+	return &db.Application{
+		ID:                   string(depl.UID),
+		TenantID:             tenant.ID,
+		Name:                 argocd.ApplicationName(depl.UID),
+		EngineInstanceID:     engineID,
+		ManagedEnvironmentID: want.managedEnvironmentID,
+		Spec:                 argocd.ApplicationSpec(want.input),
+		Refresh:              depl.Annotations[v1.RefreshAnnotation],
+	}
 }
 
 func containsOp(ops []*db.Operation, id string) bool {

@@ -40,6 +40,7 @@ import (
 // Store is the part of the database the controller uses.
 type Store interface {
 	UpsertApplication(ctx context.Context, idb bun.IDB, app *db.Application) (bool, error)
+	GetAppliedApplication(ctx context.Context, idb bun.IDB, namespaceUID, id string) (*db.AppliedApplication, error)
 	DeleteApplicationByDeploymentUID(ctx context.Context, idb bun.IDB, tenantID, deploymentUID string) (*db.Application, error)
 	GetOrCreateDeploymentMapping(ctx context.Context, idb bun.IDB, m *db.DeploymentMapping) (*db.DeploymentMapping, error)
 	ListDeploymentMappingsByName(ctx context.Context, idb bun.IDB, tenantID, name string) ([]db.DeploymentMapping, error)

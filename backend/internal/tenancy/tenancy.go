@@ -8,6 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
@@ -48,9 +49,9 @@ type Resolver struct {
 
 // Tenant returns the tenant of namespace, creating its row on first sight.
 func (r *Resolver) Tenant(ctx context.Context, idb bun.IDB, namespace string) (*db.Tenant, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Namespaces.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	ns, err := r.namespace(ctx, namespace)
+	if err != nil {
+		return nil, err
 	}
 	return r.Store.GetOrCreateTenant(ctx, idb, string(ns.UID), ns.Name)
 }
@@ -58,14 +59,32 @@ func (r *Resolver) Tenant(ctx context.Context, idb bun.IDB, namespace string) (*
 // ExistingTenant returns the tenant of namespace without creating one; db.ErrNotFound if
 // the namespace or its tenant does not exist.
 func (r *Resolver) ExistingTenant(ctx context.Context, idb bun.IDB, namespace string) (*db.Tenant, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Namespaces.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			return nil, fmt.Errorf("namespace %s: %w", namespace, db.ErrNotFound)
-		}
+	uid, err := r.NamespaceUID(ctx, namespace)
+	if err != nil {
 		return nil, err
 	}
-	return r.Store.GetTenantByNamespaceUID(ctx, idb, string(ns.UID))
+	return r.Store.GetTenantByNamespaceUID(ctx, idb, uid)
+}
+
+// NamespaceUID returns the UID of namespace, which names its tenant's row; db.ErrNotFound
+// if the namespace does not exist.
+func (r *Resolver) NamespaceUID(ctx context.Context, namespace string) (string, error) {
+	ns, err := r.namespace(ctx, namespace)
+	if apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("namespace %s: %w", namespace, db.ErrNotFound)
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(ns.UID), nil
+}
+
+func (r *Resolver) namespace(ctx context.Context, namespace string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Namespaces.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	return ns, nil
 }
 
 // EngineInstance returns the tenant's engine instance, placing the tenant first if needed.
