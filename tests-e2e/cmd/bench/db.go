@@ -8,8 +8,11 @@ import (
 
 // Statement is a normalised SQL statement and how often it ran.
 type Statement struct {
-	Calls int64  `json:"calls"`
-	Query string `json:"query"`
+	Calls int64 `json:"calls"`
+	// ExecMs is the time PostgreSQL spent executing the statement's calls (not parsing,
+	// planning or the round trips).
+	ExecMs float64 `json:"execMs"`
+	Query  string  `json:"query"`
 }
 
 func resetStatements(ctx context.Context, url string) error {
@@ -35,7 +38,7 @@ func countStatements(ctx context.Context, url string) (int64, error) {
 func topStatements(ctx context.Context, url string, limit int) ([]Statement, error) {
 	var out []Statement
 	err := withConn(ctx, url, func(conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 160) FROM pg_stat_statements
+		rows, err := conn.Query(ctx, `SELECT calls, total_exec_time, left(regexp_replace(query, '\s+', ' ', 'g'), 160) FROM pg_stat_statements
 			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 			AND query NOT ILIKE '%pg_stat_statements%' ORDER BY calls DESC LIMIT $1`, limit)
 		if err != nil {
@@ -44,7 +47,7 @@ func topStatements(ctx context.Context, url string, limit int) ([]Statement, err
 		defer rows.Close()
 		for rows.Next() {
 			var st Statement
-			if err := rows.Scan(&st.Calls, &st.Query); err != nil {
+			if err := rows.Scan(&st.Calls, &st.ExecMs, &st.Query); err != nil {
 				return err
 			}
 			out = append(out, st)
