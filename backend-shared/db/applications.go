@@ -128,8 +128,9 @@ func (s *Store) GetApplication(ctx context.Context, idb bun.IDB, tenantID, id st
 // (the cluster-agent acting on an Operation).
 func (s *Store) GetApplicationForEngineInstance(ctx context.Context, idb bun.IDB, engineInstanceID, id string) (*Application, error) {
 	app := new(Application)
-	err := idb.NewSelect().Model(app).Where("app.engine_instance_id = ? AND app.id = ?", engineInstanceID, id).Scan(ctx)
-	if err != nil {
+	var p prepared
+	q := idb.NewSelect().Model(app).Where("app.engine_instance_id = ? AND app.id = ?", p.arg(engineInstanceID), p.arg(id))
+	if err := p.scan(ctx, idb, q, app); err != nil {
 		return nil, fmt.Errorf("application %s: %w", id, translate(err))
 	}
 	return app, nil
@@ -185,14 +186,14 @@ type AppliedApplication struct {
 // namespaceUID (ErrNotFound otherwise, as when there is no such row), in one statement.
 func (s *Store) GetAppliedApplication(ctx context.Context, idb bun.IDB, namespaceUID, id string) (*AppliedApplication, error) {
 	row := new(AppliedApplication)
-	err := idb.NewSelect().Model(row).
-		ColumnExpr("app.*").
+	var p prepared
+	q := idb.NewSelect().Model(row).
+		ColumnExpr("?TableColumns").
 		ColumnExpr("EXISTS (SELECT 1 FROM operations AS op WHERE op.resource_type = ? AND op.resource_id = app.id AND op.state = ?) AS waiting",
-			OperationResourceApplication, OperationWaiting).
+			p.arg(OperationResourceApplication), p.arg(OperationWaiting)).
 		Relation("Tenant").
-		Where("app.id = ? AND tenant.namespace_uid = ?", id, namespaceUID).
-		Scan(ctx)
-	if err != nil {
+		Where("app.id = ? AND tenant.namespace_uid = ?", p.arg(id), p.arg(namespaceUID))
+	if err := p.scan(ctx, idb, q, row); err != nil {
 		return nil, fmt.Errorf("application %s: %w", id, translate(err))
 	}
 	return row, nil

@@ -121,11 +121,11 @@ func (s *Store) LockApplicationOperationState(ctx context.Context, idb bun.IDB, 
 // GetApplicationState returns the state of one of the tenant's applications.
 func (s *Store) GetApplicationState(ctx context.Context, idb bun.IDB, tenantID, applicationID string) (*ApplicationState, error) {
 	st := new(ApplicationState)
-	err := idb.NewSelect().Model(st).
+	var p prepared
+	q := idb.NewSelect().Model(st).
 		Join("JOIN applications AS app ON app.id = appstate.application_id").
-		Where("app.tenant_id = ? AND appstate.application_id = ?", tenantID, applicationID).
-		Scan(ctx)
-	if err != nil {
+		Where("app.tenant_id = ? AND appstate.application_id = ?", p.arg(tenantID), p.arg(applicationID))
+	if err := p.scan(ctx, idb, q, st); err != nil {
 		return nil, fmt.Errorf("state of application %s: %w", applicationID, translate(err))
 	}
 	return st, nil

@@ -55,9 +55,10 @@ func (s *Store) GetDeploymentMapping(ctx context.Context, idb bun.IDB, tenantID,
 // name (several when a deployment was re-created): a deletion reconcile knows only names.
 func (s *Store) ListDeploymentMappingsByName(ctx context.Context, idb bun.IDB, tenantID, name string) ([]DeploymentMapping, error) {
 	var ms []DeploymentMapping
-	err := idb.NewSelect().Model(&ms).Where("dam.tenant_id = ? AND dam.deployment_name = ?", tenantID, name).
-		Order("dam.created_at", "dam.deployment_uid").Scan(ctx)
-	return ms, translate(err)
+	var p prepared
+	q := idb.NewSelect().Model(&ms).Where("dam.tenant_id = ? AND dam.deployment_name = ?", p.arg(tenantID), p.arg(name)).
+		Order("dam.created_at", "dam.deployment_uid")
+	return ms, translate(p.scan(ctx, idb, q, &ms))
 }
 
 // APIResourceType is the kind of an API CR that maps to a row.

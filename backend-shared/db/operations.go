@@ -79,7 +79,8 @@ func (s *Store) CreateOperation(ctx context.Context, idb bun.IDB, op *Operation)
 // the backend receives bare ids in operation_changed notifications.
 func (s *Store) GetOperation(ctx context.Context, idb bun.IDB, id string) (*Operation, error) {
 	op := new(Operation)
-	if err := idb.NewSelect().Model(op).Where("op.id = ?", id).Scan(ctx); err != nil {
+	var p prepared
+	if err := p.scan(ctx, idb, idb.NewSelect().Model(op).Where("op.id = ?", p.arg(id)), op); err != nil {
 		return nil, fmt.Errorf("operation %s: %w", id, translate(err))
 	}
 	return op, nil
@@ -99,11 +100,11 @@ func (s *Store) ListPendingOperations(ctx context.Context, idb bun.IDB, engineIn
 // ListOperationsForResource returns the operations about a row, newest first.
 func (s *Store) ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType OperationResourceType, resourceID string) ([]Operation, error) {
 	var ops []Operation
-	err := idb.NewSelect().Model(&ops).
-		Where("op.resource_type = ? AND op.resource_id = ?", resourceType, resourceID).
-		Order("op.created_at DESC", "op.id").
-		Scan(ctx)
-	return ops, translate(err)
+	var p prepared
+	q := idb.NewSelect().Model(&ops).
+		Where("op.resource_type = ? AND op.resource_id = ?", p.arg(resourceType), p.arg(resourceID)).
+		Order("op.created_at DESC", "op.id")
+	return ops, translate(p.scan(ctx, idb, q, &ops))
 }
 
 // OperationFilter selects operations for ListOperations; its zero value selects them all.

@@ -32,7 +32,8 @@ func (s *Store) GetOrCreateTenant(ctx context.Context, idb bun.IDB, namespaceUID
 	// placement (an UPDATE of the row takes only FOR NO KEY UPDATE, which does not
 	// conflict, so two reconciles placing the same tenant cannot deadlock).
 	existing := new(Tenant)
-	err := idb.NewSelect().Model(existing).Where("tenant.namespace_uid = ?", namespaceUID).For("KEY SHARE").Scan(ctx)
+	var p prepared
+	err := p.scan(ctx, idb, idb.NewSelect().Model(existing).Where("tenant.namespace_uid = ?", p.arg(namespaceUID)).For("KEY SHARE"), existing)
 	switch {
 	case err == nil && existing.NamespaceName == namespaceName:
 		return existing, nil
@@ -69,7 +70,8 @@ func (s *Store) GetTenant(ctx context.Context, idb bun.IDB, id string) (*Tenant,
 // GetTenantByNamespaceUID returns the tenant of a namespace.
 func (s *Store) GetTenantByNamespaceUID(ctx context.Context, idb bun.IDB, namespaceUID string) (*Tenant, error) {
 	t := new(Tenant)
-	if err := idb.NewSelect().Model(t).Where("tenant.namespace_uid = ?", namespaceUID).Scan(ctx); err != nil {
+	var p prepared
+	if err := p.scan(ctx, idb, idb.NewSelect().Model(t).Where("tenant.namespace_uid = ?", p.arg(namespaceUID)), t); err != nil {
 		return nil, fmt.Errorf("tenant of namespace %s: %w", namespaceUID, translate(err))
 	}
 	return t, nil

@@ -1,0 +1,88 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+)
+
+// The reconcile's read of a deployment's rows as the Store sends it (its parameters apart,
+// prepared once per connection) and as bun sends a query by default (complete SQL text,
+// which PostgreSQL parses and plans on every call): how much of PostgreSQL's CPU per
+// statement is parsing and planning. Each reports server-µs/op, the CPU of the PostgreSQL
+// process serving the benchmark's connection.
+
+func BenchmarkGetAppliedApplication(b *testing.B) {
+	f, conn, tenant, app := appliedFixture(b)
+	cpu := serverCPU(b, conn)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := f.store.GetAppliedApplication(f.ctx, conn, tenant.NamespaceUID, app.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(cpu()*1e6/float64(b.N), "server-µs/op")
+}
+
+func BenchmarkGetAppliedApplicationAsText(b *testing.B) {
+	f, conn, tenant, app := appliedFixture(b)
+	cpu := serverCPU(b, conn)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		got := new(db.AppliedApplication)
+		err := conn.NewSelect().Model(got).
+			ColumnExpr("?TableColumns").
+			ColumnExpr("EXISTS (SELECT 1 FROM operations AS op WHERE op.resource_type = ? AND op.resource_id = app.id AND op.state = ?) AS waiting",
+				db.OperationResourceApplication, db.OperationWaiting).
+			Relation("Tenant").
+			Where("app.id = ? AND tenant.namespace_uid = ?", app.ID, tenant.NamespaceUID).
+			Scan(f.ctx)
+		if err != nil || got.Tenant.ID != tenant.ID {
+			b.Fatalf("got %+v, err %v", got, err)
+		}
+	}
+	b.ReportMetric(cpu()*1e6/float64(b.N), "server-µs/op")
+}
+
+func appliedFixture(b *testing.B) (*fixture, bun.Conn, *db.Tenant, *db.Application) {
+	f := newFixture(b)
+	tenant := f.newTenant(b)
+	app, _ := f.newApp(b, tenant.ID, "")
+	conn, err := f.db.Conn(f.ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	return f, conn, tenant, app
+}
+
+// serverCPU returns the CPU seconds, since the call, of the PostgreSQL process serving conn
+// (the server runs on this machine).
+func serverCPU(b *testing.B, conn bun.Conn) func() float64 {
+	var pid int
+	if err := conn.QueryRowContext(context.Background(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		b.Fatal(err)
+	}
+	read := func() float64 {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The fields after the command name: utime and stime are the 12th and 13th.
+		fields := strings.Fields(string(raw)[strings.LastIndex(string(raw), ")")+2:])
+		utime, _ := strconv.Atoi(fields[11])
+		stime, _ := strconv.Atoi(fields[12])
+		return float64(utime+stime) / 100 // clock ticks (USER_HZ)
+	}
+	start := read()
+	return func() float64 { return read() - start }
+}

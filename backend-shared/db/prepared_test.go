@@ -1,0 +1,51 @@
+package db_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/uptrace/bun"
+
+	"github.com/gitops-service/gitops-service/backend-shared/db"
+)
+
+// The reads sent as prepared statements work wherever a Store method may run: on the
+// pool, in a transaction (seeing its own writes) and on a connection, again and again on
+// the same connection (where the statement is prepared once), and say when nothing is found.
+func TestPreparedReadsRunOnThePoolATransactionAndAConnection(t *testing.T) {
+	t.Parallel()
+	g, f := g(t), newFixture(t)
+	op := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication, ResourceID: newUID()}
+	g.Expect(f.store.CreateOperation(f.ctx, f.db, op)).To(Succeed())
+	read := func(idb bun.IDB) {
+		t.Helper()
+		for range 3 {
+			got, err := f.store.GetOperation(f.ctx, idb, op.ID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.ResourceID).To(Equal(op.ResourceID))
+			ops, err := f.store.ListOperationsForResource(f.ctx, idb, db.OperationResourceApplication, op.ResourceID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ops).To(HaveLen(1))
+		}
+		_, err := f.store.GetOperation(f.ctx, idb, newUID())
+		g.Expect(err).To(MatchError(db.ErrNotFound))
+		ops, err := f.store.ListOperationsForResource(f.ctx, idb, db.OperationResourceApplication, newUID())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ops).To(BeEmpty())
+	}
+	read(f.db)
+	conn, err := f.db.Conn(f.ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer conn.Close()
+	read(conn)
+	g.Expect(f.db.RunInTx(f.ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		read(tx)
+		second := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication, ResourceID: op.ResourceID}
+		g.Expect(f.store.CreateOperation(ctx, tx, second)).To(Succeed())
+		ops, err := f.store.ListOperationsForResource(ctx, tx, db.OperationResourceApplication, op.ResourceID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ops).To(HaveLen(2), "the transaction's own write")
+		return nil
+	})).To(Succeed())
+}
