@@ -17,7 +17,8 @@ import (
 // bun renders complete SQL text, which PostgreSQL parses and plans on every call; for these
 // reads that was most of PostgreSQL's CPU (BenchmarkGetAppliedApplication: 217 µs of server
 // CPU a call, against 42 µs prepared). The query is built with bun as usual, each variable
-// value passed as p.arg(v) instead of a plain argument.
+// value passed as p.arg(v) instead of a plain argument. A statement whose plan a migration
+// invalidates fails once; pgx then forgets it, and the caller's retry prepares it again.
 type prepared struct {
 	args []any
 }
