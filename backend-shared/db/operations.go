@@ -150,7 +150,7 @@ func (s *Store) UpdateOperationStates(ctx context.Context, idb bun.IDB, engineIn
 		Set("updated_at = now()").
 		Set("gc_expires_at = CASE WHEN ? AND op.gc_expiration_seconds > 0 "+
 			"THEN now() + make_interval(secs => op.gc_expiration_seconds) END", state.Finished()).
-		Where("op.engine_instance_id = ? AND op.id IN (?)", engineInstanceID, bun.In(ids)).
+		Where("op.engine_instance_id = ? AND op.id IN (?)", engineInstanceID, bun.List(ids)).
 		Returning("op.*")
 	var ops []Operation
 	err := selectNotifying(idb, update, "id", notifyChannel).

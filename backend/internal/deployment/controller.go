@@ -39,17 +39,22 @@ import (
 
 // Store is the part of the database the controller uses.
 type Store interface {
-	UpsertApplication(ctx context.Context, idb bun.IDB, app *db.Application) (bool, error)
+	RowStore
 	GetAppliedApplication(ctx context.Context, idb bun.IDB, namespaceUID, id string) (*db.AppliedApplication, error)
+	GetApplicationState(ctx context.Context, idb bun.IDB, tenantID, applicationID string) (*db.ApplicationState, error)
+	GetAPICRMapping(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, uid string) (*db.APICRMapping, error)
+	GetAPICRMappingByTarget(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, targetID string) (*db.APICRMapping, error)
+}
+
+// RowStore writes, and removes, the rows of a GitOpsDeployment's application.
+type RowStore interface {
+	UpsertApplication(ctx context.Context, idb bun.IDB, app *db.Application) (bool, error)
 	DeleteApplicationByDeploymentUID(ctx context.Context, idb bun.IDB, tenantID, deploymentUID string) (*db.Application, error)
 	GetOrCreateDeploymentMapping(ctx context.Context, idb bun.IDB, m *db.DeploymentMapping) (*db.DeploymentMapping, error)
 	ListDeploymentMappingsByName(ctx context.Context, idb bun.IDB, tenantID, name string) ([]db.DeploymentMapping, error)
 	AddAppProjectRepository(ctx context.Context, idb bun.IDB, tenantID, repositoryURL string) (bool, error)
 	AddAppProjectDestination(ctx context.Context, idb bun.IDB, tenantID, managedEnvironmentID string) (bool, error)
-	GetApplicationState(ctx context.Context, idb bun.IDB, tenantID, applicationID string) (*db.ApplicationState, error)
 	ListOperationsForResource(ctx context.Context, idb bun.IDB, resourceType db.OperationResourceType, resourceID string) ([]db.Operation, error)
-	GetAPICRMapping(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, uid string) (*db.APICRMapping, error)
-	GetAPICRMappingByTarget(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, targetID string) (*db.APICRMapping, error)
 }
 
 // Reconciler reconciles GitOpsDeployments.
