@@ -20,33 +20,34 @@ import (
 // process serving the benchmark's connection.
 
 func BenchmarkGetAppliedApplication(b *testing.B) {
-	f, conn, tenant, app := appliedFixture(b)
-	cpu := serverCPU(b, conn)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := f.store.GetAppliedApplication(f.ctx, conn, tenant.NamespaceUID, app.ID); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(cpu()*1e6/float64(b.N), "server-µs/op")
+	benchAppliedRead(b, func(f *fixture, conn bun.Conn, tenant *db.Tenant, app *db.Application) (*db.AppliedApplication, error) {
+		return f.store.GetAppliedApplication(f.ctx, conn, tenant.NamespaceUID, app.ID)
+	})
 }
 
 func BenchmarkGetAppliedApplicationAsText(b *testing.B) {
-	f, conn, tenant, app := appliedFixture(b)
-	cpu := serverCPU(b, conn)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
+	benchAppliedRead(b, func(f *fixture, conn bun.Conn, tenant *db.Tenant, app *db.Application) (*db.AppliedApplication, error) {
 		got := new(db.AppliedApplication)
-		err := conn.NewSelect().Model(got).
+		return got, conn.NewSelect().Model(got).
 			ColumnExpr("?TableColumns").
 			ColumnExpr("EXISTS (SELECT 1 FROM operations AS op WHERE op.resource_type = ? AND op.resource_id = app.id AND op.state = ?) AS waiting",
 				db.OperationResourceApplication, db.OperationWaiting).
 			Relation("Tenant").
 			Where("app.id = ? AND tenant.namespace_uid = ?", app.ID, tenant.NamespaceUID).
 			Scan(f.ctx)
-		if err != nil || got.Tenant.ID != tenant.ID {
+	})
+}
+
+// benchAppliedRead runs read of a deployment's rows on one connection, checking what it
+// returns, and reports the PostgreSQL process's CPU per call beside the time.
+func benchAppliedRead(b *testing.B, read func(*fixture, bun.Conn, *db.Tenant, *db.Application) (*db.AppliedApplication, error)) {
+	f, conn, tenant, app := appliedFixture(b)
+	cpu := serverCPU(b, conn)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := read(f, conn, tenant, app)
+		if err != nil || got.ID != app.ID || got.Tenant.ID != tenant.ID {
 			b.Fatalf("got %+v, err %v", got, err)
 		}
 	}
