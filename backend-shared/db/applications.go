@@ -49,7 +49,9 @@ func (app *Application) Created() bool { return app.CreatedAt.Equal(app.UpdatedA
 
 // SameAs reports whether writing want over app would change nothing: the comparison
 // UpsertApplication makes in PostgreSQL, made on rows already read (the spec compared as
-// the JSON it is stored as).
+// the JSON it is stored as). Fields of a stored spec that the Go type does not know are
+// not compared: the cluster-agent applies the row through the same type, so they never
+// reach Argo CD.
 func (app *Application) SameAs(want *Application) bool {
 	if app.TenantID != want.TenantID || app.Name != want.Name || app.EngineInstanceID != want.EngineInstanceID ||
 		app.ManagedEnvironmentID != want.ManagedEnvironmentID || app.Refresh != want.Refresh {

@@ -39,6 +39,9 @@ func TestPreparedReadsRunOnThePoolATransactionAndAConnection(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer conn.Close()
 	read(conn)
+	var prepared int
+	g.Expect(conn.QueryRowContext(f.ctx, "SELECT count(*) FROM pg_prepared_statements").Scan(&prepared)).To(Succeed())
+	g.Expect(prepared).To(Equal(2), "each read prepared once on the connection, however often it ran")
 	g.Expect(f.db.RunInTx(f.ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		read(tx)
 		second := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication, ResourceID: op.ResourceID}

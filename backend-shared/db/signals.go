@@ -32,15 +32,17 @@ type OperationSignal struct {
 // lock it takes until tx ends keeps the cluster-agent from releasing that signal before it
 // can see op. One statement: the lock, the insert and the look at the signal that is up.
 func (s *Store) RaiseSignal(ctx context.Context, tx bun.IDB, op *Operation) (bool, error) {
-	// The insert takes its row from the lock's, so the lock comes first. The look at the
-	// signal sees it as of the statement's start: a signal raised since (its CR not known)
-	// reads as not covered, and the caller checks after the commit.
+	// The insert and the look take their rows from the lock's, so the lock comes first. The
+	// look is a locking read: a signal taken down since the statement began (its snapshot)
+	// is skipped rather than seen with its CR, and one raised since is not seen; both read
+	// as not covered, and the caller checks after the commit.
 	var raised, covered bool
 	err := tx.NewRaw(`WITH locked AS (SELECT pg_advisory_xact_lock_shared(?, hashtext(?))),
 raised AS (INSERT INTO operation_signals (engine_instance_id, operation_id) SELECT ?, ? FROM locked
-	ON CONFLICT (engine_instance_id) DO NOTHING RETURNING 1)
-SELECT EXISTS (SELECT 1 FROM raised),
-	coalesce((SELECT cr_created FROM operation_signals WHERE engine_instance_id = ?), false)`,
+	ON CONFLICT (engine_instance_id) DO NOTHING RETURNING 1),
+seen AS (SELECT sig.cr_created FROM operation_signals AS sig, locked WHERE sig.engine_instance_id = ?
+	FOR KEY SHARE OF sig)
+SELECT EXISTS (SELECT 1 FROM raised), coalesce((SELECT cr_created FROM seen), false)`,
 		signalLockClass, op.EngineInstanceID, op.EngineInstanceID, op.ID, op.EngineInstanceID).
 		Scan(ctx, &raised, &covered)
 	if err != nil {

@@ -224,3 +224,51 @@ func TestListWaitingOperationsSince(t *testing.T) {
 	g.Expect(all).To(HaveLen(2))
 	g.Expect(all[0].ID).To(Equal(old.ID), "oldest first")
 }
+
+// A raise that waited for the lock while the signal was taken down and raised again, for
+// another operation whose CR is not known yet, does not count the old signal's CR: its
+// operation is not covered, so its writer looks at the new signal after the commit.
+func TestARaiseThatWaitedIsNotCoveredByASignalTakenDownMeanwhile(t *testing.T) {
+	t.Parallel()
+	g, f := g(t), newFixture(t)
+	first, raised := f.writeSignalled(t, f.instance.ID, 0)
+	g.Expect(raised).To(BeTrue())
+	g.Expect(f.store.MarkSignalCRCreated(f.ctx, f.db, f.instance.ID, first.ID)).To(Succeed())
+
+	// Another session holds the lock as the cluster-agent's release does, takes the signal
+	// down, and raises it again as another writer would.
+	other, err := f.db.BeginTx(f.ctx, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = other.Rollback() }()
+	const signalLockClass = 0x6f7073 // db's
+	_, err = other.ExecContext(f.ctx, "SELECT pg_advisory_xact_lock(?, hashtext(?))", signalLockClass, f.instance.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	second := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication, ResourceID: newUID()}
+	g.Expect(f.store.CreateOperation(f.ctx, other, second)).To(Succeed())
+	_, err = other.ExecContext(f.ctx, "DELETE FROM operation_signals WHERE engine_instance_id = ?", f.instance.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = other.ExecContext(f.ctx, "INSERT INTO operation_signals (engine_instance_id, operation_id) VALUES (?, ?)", f.instance.ID, second.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	type result struct {
+		op     *db.Operation
+		raised bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		op, raised := f.writeSignalled(t, f.instance.ID, 0)
+		done <- result{op, raised}
+	}()
+	g.Eventually(func() (int, error) {
+		var waiting int
+		err := f.db.NewRaw(`SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(f.ctx, &waiting)
+		return waiting, err
+	}, 5*time.Second, 10*time.Millisecond).Should(Equal(1), "the raise waits for the lock")
+	g.Expect(other.Commit()).To(Succeed())
+
+	var got result
+	g.Eventually(done, 5*time.Second).Should(Receive(&got))
+	g.Expect(got.raised).To(BeFalse(), "the signal raised again stands for it")
+	g.Expect(got.op.CoveredBySignal).To(BeFalse(), "the CR it saw belonged to the signal taken down")
+}

@@ -16,19 +16,18 @@ const tenantLockClass = 0x74656e // "ten"
 // this process or another, acts on reads made before those writes. fn reads through tx.
 func (s *Store) WithTenantLock(ctx context.Context, idb bun.IDB, tenantID string, fn func(ctx context.Context, tx bun.Tx) error) error {
 	return idb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := s.AwaitTenantLock(ctx, tx, tenantID); err != nil {
+		if err := s.LockTenant(ctx, tx, tenantID); err != nil {
 			return err
 		}
 		return fn(ctx, tx)
 	})
 }
 
-// AwaitTenantLock waits until no transaction holds the advisory lock of tenantID and takes
-// it: until the end of idb's transaction, or, outside one, only for the statement. There it
-// costs one round trip, and whatever a holder did under the lock is done when it returns. A reader that
-// only needs to see the last holder's work, not to keep the next one out, calls this
-// rather than WithTenantLock.
-func (s *Store) AwaitTenantLock(ctx context.Context, idb bun.IDB, tenantID string) error {
+// LockTenant waits until no transaction holds the advisory lock of tenantID and takes it:
+// inside a transaction until it ends (WithTenantLock), outside one for its one statement
+// only. There it is a wait that keeps nothing, for a reader that needs the last holder's
+// work done but does not keep the next holder out.
+func (s *Store) LockTenant(ctx context.Context, idb bun.IDB, tenantID string) error {
 	_, err := idb.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, hashtext(?))", tenantLockClass, tenantID)
 	return translate(err)
 }

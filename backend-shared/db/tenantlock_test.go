@@ -61,7 +61,7 @@ func TestWithTenantLockReturnsTheErrorOfItsWork(t *testing.T) {
 	g.Expect(f.store.WithTenantLock(ctx, f.db, tenant, func(context.Context, bun.Tx) error { return nil })).To(Succeed())
 }
 
-func TestAwaitTenantLockWaitsForTheHolderAndKeepsNothing(t *testing.T) {
+func TestLockTenantOutsideATransactionWaitsForTheHolderAndKeepsNothing(t *testing.T) {
 	t.Parallel()
 	g, f := g(t), newFixture(t)
 	tenant := newUID()
@@ -76,7 +76,7 @@ func TestAwaitTenantLockWaitsForTheHolderAndKeepsNothing(t *testing.T) {
 	g.Eventually(entered, 5*time.Second).Should(BeClosed())
 
 	awaited := make(chan error, 1)
-	go func() { awaited <- f.store.AwaitTenantLock(f.ctx, f.db, tenant) }()
+	go func() { awaited <- f.store.LockTenant(f.ctx, f.db, tenant) }()
 	g.Consistently(awaited, 500*time.Millisecond).ShouldNot(Receive(), "while the holder has it")
 	close(release)
 	g.Eventually(held, 5*time.Second).Should(Receive(BeNil()))

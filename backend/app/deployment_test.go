@@ -158,13 +158,13 @@ func TestOnlyRealChangesCreateOperations(t *testing.T) {
 	h.application(depl.UID)
 	h.g.Eventually(func() []db.Operation { return h.operations(db.OperationResourceApplication, string(depl.UID)) }, eventually, poll).Should(HaveLen(1))
 
-	// A status notification reconciles the deployment again: no new operation. Once the
-	// operation is no longer Waiting, it does not even open a transaction: the rows are read
-	// in one statement and found as the deployment asks.
-	h.finish(h.operations(db.OperationResourceApplication, string(depl.UID))[0])
+	// A status notification reconciles the deployment again: no new operation.
 	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "abc"})
 	h.g.Eventually(func() v1.SyncStatusCode { return h.get(depl).Status.Sync.Status }, eventually, poll).Should(Equal(v1.SyncStatusCodeSynced))
 	h.g.Expect(h.operations(db.OperationResourceApplication, string(depl.UID))).To(HaveLen(1))
+	// Once the operation is no longer Waiting, it does not even open a transaction: the rows
+	// are read in one statement and found as the deployment asks.
+	h.finish(h.operations(db.OperationResourceApplication, string(depl.UID))[0])
 	began := h.transactions()
 	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "def"})
 	h.g.Eventually(func() string { return h.get(depl).Status.Sync.Revision }, eventually, poll).Should(Equal("def"))

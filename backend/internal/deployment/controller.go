@@ -46,7 +46,8 @@ type Store interface {
 	GetAPICRMappingByTarget(ctx context.Context, idb bun.IDB, tenantID string, kind db.APIResourceType, targetID string) (*db.APICRMapping, error)
 }
 
-// RowStore writes, and removes, the rows of a GitOpsDeployment's application.
+// RowStore writes and removes the rows of a GitOpsDeployment's application, and reads what
+// those writes depend on.
 type RowStore interface {
 	UpsertApplication(ctx context.Context, idb bun.IDB, app *db.Application) (bool, error)
 	DeleteApplicationByDeploymentUID(ctx context.Context, idb bun.IDB, tenantID, deploymentUID string) (*db.Application, error)

@@ -38,7 +38,7 @@ type Store interface {
 	TenantServedBy(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (bool, error)
 	RecordLeftovers(ctx context.Context, idb bun.IDB, l *db.Leftovers) error
 	WithTenantLock(ctx context.Context, idb bun.IDB, tenantID string, fn func(ctx context.Context, tx bun.Tx) error) error
-	AwaitTenantLock(ctx context.Context, idb bun.IDB, tenantID string) error
+	LockTenant(ctx context.Context, idb bun.IDB, tenantID string) error
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=appprojects,verbs=get;list;watch;create;update;patch;delete
@@ -110,21 +110,28 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 // gone), and one that takes it after reads the row of app, which was written before this
 // operation, and keeps the project admitting it.
 func (p *Projects) EnsureAdmits(ctx context.Context, tenantID string, app *argov1alpha1.Application) error {
+	admitted, err := p.admitted(ctx, tenantID, app)
+	if err != nil || admitted {
+		return err
+	}
+	_, err = p.Ensure(ctx, tenantID)
+	return err
+}
+
+// admitted waits for the tenant's lock to be free (within ensureTimeout), then reports
+// whether the project of app, as the cache shows it, admits it.
+func (p *Projects) admitted(ctx context.Context, tenantID string, app *argov1alpha1.Application) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, ensureTimeout)
 	defer cancel()
-	if err := p.Store.AwaitTenantLock(ctx, p.DB, tenantID); err != nil {
-		return err
+	if err := p.Store.LockTenant(ctx, p.DB, tenantID); err != nil {
+		return false, err
 	}
 	project := &argov1alpha1.AppProject{}
 	err := p.Client.Get(ctx, client.ObjectKey{Namespace: p.Identity.Namespace, Name: app.Spec.Project}, project)
 	if client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("reading AppProject %s: %w", app.Spec.Project, err)
+		return false, fmt.Errorf("reading AppProject %s: %w", app.Spec.Project, err)
 	}
-	if err == nil && admits(project, app) {
-		return nil
-	}
-	_, err = p.Ensure(ctx, tenantID)
-	return err
+	return err == nil && admits(project, app), nil
 }
 
 // locked runs fn in a transaction holding the tenant's advisory lock, within ensureTimeout.

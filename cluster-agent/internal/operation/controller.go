@@ -482,7 +482,11 @@ func (r *Reconciler) update(ctx context.Context, ops []db.Operation, state db.Op
 		return out, nil
 	}
 	rows, err := r.Store.UpdateOperationStates(ctx, r.DB, r.Identity.InstanceID, ids, state, message, notify.OperationChanged)
-	if err != nil {
+	if errors.Is(err, db.ErrNotFound) {
+		// Gone since they were read (collected, or their instance deregistered): nothing
+		// to record for them; the others are updated and count.
+		ctrl.LoggerFrom(ctx).V(1).Info("Operations gone before their state was recorded", "operations", len(ids)-len(rows))
+	} else if err != nil {
 		return nil, fmt.Errorf("updating operations %v: %w", ids, err)
 	}
 	crashpoint.Hit(crashpoint.AgentAfterStateCommit)
