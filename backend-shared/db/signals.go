@@ -30,20 +30,20 @@ type OperationSignal struct {
 // up and its CR stands for op too. op.CoveredBySignal says that this signal's CR was known
 // to exist already, so nobody needs to check for it after the commit. The shared advisory
 // lock it takes until tx ends keeps the cluster-agent from releasing that signal before it
-// can see op. One statement: the lock, the insert and the look at the signal that is up.
+// can see op.
 func (s *Store) RaiseSignal(ctx context.Context, tx bun.IDB, op *Operation) (bool, error) {
-	// The insert and the look take their rows from the lock's, so the lock comes first. The
-	// look is a locking read: a signal taken down since the statement began (its snapshot)
-	// is skipped rather than seen with its CR, and one raised since is not seen; both read
-	// as not covered, and the caller checks after the commit.
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock_shared(?, hashtext(?))", signalLockClass, op.EngineInstanceID); err != nil {
+		return false, translate(err)
+	}
+	// A statement of its own, so that it sees the signal as it is under the lock, which no
+	// release can take down now. A signal raised since the statement began is not seen, and
+	// reads as not covered: the caller checks after the commit.
 	var raised, covered bool
-	err := tx.NewRaw(`WITH locked AS (SELECT pg_advisory_xact_lock_shared(?, hashtext(?))),
-raised AS (INSERT INTO operation_signals (engine_instance_id, operation_id) SELECT ?, ? FROM locked
-	ON CONFLICT (engine_instance_id) DO NOTHING RETURNING 1),
-seen AS (SELECT sig.cr_created FROM operation_signals AS sig, locked WHERE sig.engine_instance_id = ?
-	FOR KEY SHARE OF sig)
-SELECT EXISTS (SELECT 1 FROM raised), coalesce((SELECT cr_created FROM seen), false)`,
-		signalLockClass, op.EngineInstanceID, op.EngineInstanceID, op.ID, op.EngineInstanceID).
+	err := tx.NewRaw(`WITH raised AS (INSERT INTO operation_signals (engine_instance_id, operation_id) VALUES (?, ?)
+	ON CONFLICT (engine_instance_id) DO NOTHING RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM raised),
+	coalesce((SELECT cr_created FROM operation_signals WHERE engine_instance_id = ?), false)`,
+		op.EngineInstanceID, op.ID, op.EngineInstanceID).
 		Scan(ctx, &raised, &covered)
 	if err != nil {
 		return false, translate(err)
