@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -128,14 +129,14 @@ func TestCreateNewServiceAccount(t *testing.T) {
 		roles    rbacv1.ClusterRoleList
 		bindings rbacv1.ClusterRoleBindingList
 	)
-	h.g.Expect(rc.List(h.ctx, &sas, selector)).To(Succeed())
-	h.g.Expect(rc.List(h.ctx, &secrets, selector)).To(Succeed())
-	h.g.Expect(rc.List(h.ctx, &roles, selector)).To(Succeed())
-	h.g.Expect(rc.List(h.ctx, &bindings, selector)).To(Succeed())
-	h.g.Expect(sas.Items).To(HaveLen(1))
-	h.g.Expect(secrets.Items).To(HaveLen(1))
-	h.g.Expect(roles.Items).To(HaveLen(1))
-	h.g.Expect(bindings.Items).To(HaveLen(1))
+	// The binding comes back before the repair has gone through the rest: one of each
+	// once it has.
+	h.g.Eventually(func(g Gomega) {
+		for _, list := range []client.ObjectList{&sas, &secrets, &roles, &bindings} {
+			g.Expect(rc.List(h.ctx, list, selector)).To(Succeed())
+			g.Expect(meta.LenList(list)).To(Equal(1), "%T", list)
+		}
+	}, eventually, poll).Should(Succeed())
 	again, err := h.store.GetManagedEnvironmentCredentials(h.ctx, h.db, tenant.ID, envID)
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.g.Expect(string(again.BearerToken)).To(Equal(token))
