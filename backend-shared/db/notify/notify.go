@@ -40,16 +40,6 @@ func Publish(ctx context.Context, idb bun.IDB, channel, payload string) error {
 	return nil
 }
 
-// PublishApplicationStateChanged announces that an application's state changed.
-func PublishApplicationStateChanged(ctx context.Context, idb bun.IDB, applicationID string) error {
-	return Publish(ctx, idb, ApplicationStateChanged, applicationID)
-}
-
-// PublishOperationChanged announces that an operation changed.
-func PublishOperationChanged(ctx context.Context, idb bun.IDB, operationID string) error {
-	return Publish(ctx, idb, OperationChanged, operationID)
-}
-
 // Listener holds a dedicated connection (LISTEN does not work through a pool) and calls
 // Handler for every notification on Channels. When the connection is lost it reconnects
 // with capped exponential backoff, listens again and calls OnReconnect, since whatever was

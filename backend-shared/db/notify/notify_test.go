@@ -92,8 +92,8 @@ func TestNotificationDelivered(t *testing.T) {
 	g := NewWithT(t)
 	got, _, bdb := startListener(t, dbtest.NewConfig(t), nil)
 
-	g.Expect(notify.PublishApplicationStateChanged(context.Background(), bdb, "app-1")).To(Succeed())
-	g.Expect(notify.PublishOperationChanged(context.Background(), bdb, "op-1")).To(Succeed())
+	g.Expect(notify.Publish(context.Background(), bdb, notify.ApplicationStateChanged, "app-1")).To(Succeed())
+	g.Expect(notify.Publish(context.Background(), bdb, notify.OperationChanged, "op-1")).To(Succeed())
 	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.ApplicationStateChanged, "app-1"})))
 	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.OperationChanged, "op-1"})))
 	g.Expect(notify.Publish(context.Background(), bdb, "unrelated", "x")).To(Succeed())
@@ -130,14 +130,14 @@ func TestNotificationDeliveredOnlyAfterCommit(t *testing.T) {
 
 	tx, err := bdb.BeginTx(ctx, nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(notify.PublishOperationChanged(ctx, tx, "op-committed")).To(Succeed())
+	g.Expect(notify.Publish(ctx, tx, notify.OperationChanged, "op-committed")).To(Succeed())
 	g.Consistently(got, 300*time.Millisecond).ShouldNot(Receive(), "not before commit")
 	g.Expect(tx.Commit()).To(Succeed())
 	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.OperationChanged, "op-committed"})))
 
 	tx, err = bdb.BeginTx(ctx, nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(notify.PublishOperationChanged(ctx, tx, "op-rolled-back")).To(Succeed())
+	g.Expect(notify.Publish(ctx, tx, notify.OperationChanged, "op-rolled-back")).To(Succeed())
 	g.Expect(tx.Rollback()).To(Succeed())
 	g.Consistently(got, 300*time.Millisecond).ShouldNot(Receive(), "never after rollback")
 }
@@ -157,7 +157,7 @@ func TestListenerSurvivesConnectionLoss(t *testing.T) {
 		g.Eventually(reconnects.Load, 10*time.Second, 10*time.Millisecond).Should(Equal(round))
 		waitListening(t, bdb, appName)
 
-		g.Expect(notify.PublishApplicationStateChanged(ctx, bdb, "after-reconnect")).To(Succeed())
+		g.Expect(notify.Publish(ctx, bdb, notify.ApplicationStateChanged, "after-reconnect")).To(Succeed())
 		g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.ApplicationStateChanged, "after-reconnect"})))
 	}
 }
