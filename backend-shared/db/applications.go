@@ -3,6 +3,7 @@ package db
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,8 +82,8 @@ func (s *Store) UpsertApplication(ctx context.Context, idb bun.IDB, app *Applica
 		// application map to the CR without a lookup.
 		columns = append(columns, "id")
 	}
-	res, err := idb.NewInsert().Model(app).
-		Column(columns...).
+	var p prepared
+	q := p.values(idb.NewInsert().Model(app), columns...).
 		On("CONFLICT (name) DO UPDATE").
 		Set("engine_instance_id = EXCLUDED.engine_instance_id").
 		Set("moving_from_engine_instance_id = CASE " +
@@ -96,17 +97,18 @@ func (s *Store) UpsertApplication(ctx context.Context, idb bun.IDB, app *Applica
 		Where("app.tenant_id = EXCLUDED.tenant_id").
 		Where("(app.engine_instance_id, app.managed_environment_id, app.spec, app.refresh) IS DISTINCT FROM " +
 			"(EXCLUDED.engine_instance_id, EXCLUDED.managed_environment_id, EXCLUDED.spec, EXCLUDED.refresh)").
-		Returning("*").
-		Exec(ctx)
-	if err != nil {
-		return false, translate(err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
+		Returning("*")
+	switch err := p.scan(ctx, idb, q, app); {
+	case err == nil:
 		return true, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return false, translate(err)
 	}
 	// Unchanged, or another tenant's: read it back under the caller's tenant.
 	existing := new(Application)
-	err = idb.NewSelect().Model(existing).Where("app.name = ? AND app.tenant_id = ?", app.Name, app.TenantID).Scan(ctx)
+	var read prepared
+	err = read.scan(ctx, idb, idb.NewSelect().Model(existing).
+		Where("app.name = ? AND app.tenant_id = ?", read.arg(app.Name), read.arg(app.TenantID)), existing)
 	if err != nil {
 		if errors.Is(translate(err), ErrNotFound) {
 			return false, fmt.Errorf("application %s belongs to another tenant: %w", app.Name, ErrConflict)

@@ -28,8 +28,9 @@ type AppProjectDestination struct {
 // AddAppProjectRepository adds a source repository to the tenant's AppProject and reports
 // whether it was new (so the caller creates an AppProject Operation only then).
 func (s *Store) AddAppProjectRepository(ctx context.Context, idb bun.IDB, tenantID, repositoryURL string) (added bool, err error) {
-	res, err := idb.NewInsert().Model(&AppProjectRepository{TenantID: tenantID, RepositoryURL: repositoryURL}).
-		On("CONFLICT DO NOTHING").Exec(ctx)
+	var p prepared
+	res, err := p.exec(ctx, idb, p.values(idb.NewInsert().Model(&AppProjectRepository{TenantID: tenantID, RepositoryURL: repositoryURL}),
+		"tenant_id", "repository_url").On("CONFLICT DO NOTHING").Returning("NULL"))
 	if err != nil {
 		return false, translate(err)
 	}

@@ -69,9 +69,9 @@ func (s *Store) RecordApplicationState(ctx context.Context, idb bun.IDB, st *App
 	if st.Conditions == nil {
 		st.Conditions = []argov1alpha1.ApplicationCondition{}
 	}
-	upsert := idb.NewInsert().Model(st).
-		Column("application_id", "engine_instance_id", "health_status", "health_message", "sync_status", "sync_revision",
-			"resources", "conditions", "reconciled_state", "operation_state").
+	var p prepared
+	upsert := p.values(idb.NewInsert().Model(st), "application_id", "engine_instance_id", "health_status", "health_message",
+		"sync_status", "sync_revision", "resources", "conditions", "reconciled_state", "operation_state").
 		On("CONFLICT (application_id) DO UPDATE").
 		Set("engine_instance_id = EXCLUDED.engine_instance_id").
 		Set("health_status = EXCLUDED.health_status").
@@ -89,9 +89,7 @@ func (s *Store) RecordApplicationState(ctx context.Context, idb bun.IDB, st *App
 			"EXCLUDED.resources, EXCLUDED.conditions, EXCLUDED.reconciled_state, EXCLUDED.operation_state)").
 		Returning("application_id, updated_at")
 	var written []ApplicationState
-	err = selectNotifying(idb, upsert, "application_id", notifyChannel).
-		ColumnExpr("written.updated_at").
-		Scan(ctx, &written)
+	err = p.scan(ctx, idb, selectNotifying(idb, &p, upsert, "application_id", notifyChannel).ColumnExpr("written.updated_at"), &written)
 	if err != nil || len(written) == 0 {
 		return false, translate(err)
 	}

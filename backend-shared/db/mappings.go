@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -27,12 +28,14 @@ type DeploymentMapping struct {
 // application is not the tenant's.
 func (s *Store) GetOrCreateDeploymentMapping(ctx context.Context, idb bun.IDB, m *DeploymentMapping) (*DeploymentMapping, error) {
 	created := *m
-	res, err := idb.NewInsert().Model(&created).On("CONFLICT (deployment_uid) DO NOTHING").Returning("*").Exec(ctx)
-	if err != nil {
-		return nil, translate(err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
+	var p prepared
+	q := p.values(idb.NewInsert().Model(&created), "deployment_uid", "tenant_id", "deployment_name", "deployment_namespace", "application_id").
+		On("CONFLICT (deployment_uid) DO NOTHING").Returning("*")
+	switch err := p.scan(ctx, idb, q, &created); {
+	case err == nil:
 		return &created, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, translate(err)
 	}
 	existing, err := s.GetDeploymentMapping(ctx, idb, m.TenantID, m.DeploymentUID)
 	if errors.Is(err, ErrNotFound) {

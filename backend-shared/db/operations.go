@@ -67,12 +67,11 @@ type Operation struct {
 // CreateOperation inserts op (Waiting unless op.State says otherwise) and fills in its id
 // and timestamps.
 func (s *Store) CreateOperation(ctx context.Context, idb bun.IDB, op *Operation) error {
-	_, err := idb.NewInsert().Model(op).
-		Column("engine_instance_id", "resource_type", "resource_id", "owner_tenant_id", "state",
-			"human_readable_state", "gc_expiration_seconds").
-		Returning("*").
-		Exec(ctx)
-	return translate(err)
+	var p prepared
+	q := p.values(idb.NewInsert().Model(op), "engine_instance_id", "resource_type", "resource_id", "owner_tenant_id", "state",
+		"human_readable_state", "gc_expiration_seconds").
+		Returning("*")
+	return translate(p.scan(ctx, idb, q, op))
 }
 
 // GetOperation returns an operation by id. Not scoped: operations are the system's, and
@@ -144,18 +143,17 @@ func (s *Store) UpdateOperationStates(ctx context.Context, idb bun.IDB, engineIn
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	var p prepared
 	update := idb.NewUpdate().Model((*Operation)(nil)).
-		Set("state = ?", state).
-		Set("human_readable_state = ?", humanReadable).
+		Set("state = ?", p.arg(state)).
+		Set("human_readable_state = ?", p.arg(humanReadable)).
 		Set("updated_at = now()").
-		Set("gc_expires_at = CASE WHEN ? AND op.gc_expiration_seconds > 0 "+
-			"THEN now() + make_interval(secs => op.gc_expiration_seconds) END", state.Finished()).
-		Where("op.engine_instance_id = ? AND op.id IN (?)", engineInstanceID, bun.List(ids)).
+		Set("gc_expires_at = CASE WHEN ?::boolean AND op.gc_expiration_seconds > 0 "+
+			"THEN now() + make_interval(secs => op.gc_expiration_seconds) END", p.arg(state.Finished())).
+		Where("op.engine_instance_id = ? AND op.id = ANY(?::uuid[])", p.arg(engineInstanceID), p.arg(ids)).
 		Returning("op.*")
 	var ops []Operation
-	err := selectNotifying(idb, update, "id", notifyChannel).
-		ColumnExpr("written.*").
-		Scan(ctx, &ops)
+	err := p.scan(ctx, idb, selectNotifying(idb, &p, update, "id", notifyChannel).ColumnExpr("written.*"), &ops)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -165,14 +163,14 @@ func (s *Store) UpdateOperationStates(ctx context.Context, idb bun.IDB, engineIn
 	return ops, nil
 }
 
-// selectNotifying selects the rows that write (an INSERT, UPDATE or DELETE with RETURNING)
-// returns, as the common table "written", and publishes each row's idColumn on channel:
-// pg_notify is volatile, so PostgreSQL calls it once per row, and the write and its
-// notifications commit together in one statement.
-func selectNotifying(idb bun.IDB, write bun.Query, idColumn, channel string) *bun.SelectQuery {
+// selectNotifying selects the rows that write (an INSERT, UPDATE or DELETE with RETURNING,
+// built with p's placeholders) returns, as the common table "written", and publishes each
+// row's idColumn on channel: pg_notify is volatile, so PostgreSQL calls it once per row,
+// and the write and its notifications commit together in one statement.
+func selectNotifying(idb bun.IDB, p *prepared, write bun.Query, idColumn, channel string) *bun.SelectQuery {
 	return idb.NewSelect().With("written", write).
 		TableExpr("written").
-		Join(", LATERAL (SELECT pg_notify(?, written.?::text)) AS notified", channel, bun.Ident(idColumn))
+		Join(", LATERAL (SELECT pg_notify(?, written.?::text)) AS notified", p.arg(channel), bun.Ident(idColumn))
 }
 
 // HasOperations reports whether an engine instance has any operation, finished or not.

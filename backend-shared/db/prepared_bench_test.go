@@ -87,3 +87,60 @@ func serverCPU(b *testing.B, conn bun.Conn) func() float64 {
 	start := read()
 	return func() float64 { return read() - start }
 }
+
+// BenchmarkDeploymentWrites: the statements that write a new deployment, on one connection
+// as the service sends them: the backend's transaction (the application row, its mapping,
+// the AppProject's repository, the Operation and its signal), then the cluster-agent's
+// (the tenant's lock, the operation's end, the application's state). server-µs/op is what
+// PostgreSQL spends on them.
+func BenchmarkDeploymentWrites(b *testing.B) {
+	f := newFixture(b)
+	tenant := f.newTenant(b)
+	conn, err := f.db.Conn(f.ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	cpu := serverCPU(b, conn)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		uid := newUID()
+		app := &db.Application{ID: uid, TenantID: tenant.ID, Name: db.ApplicationName(uid), EngineInstanceID: f.instance.ID,
+			Spec: appSpec(tenant.ID, "main")}
+		op := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication,
+			ResourceID: uid, OwnerTenantID: tenant.ID, GCExpirationSeconds: 3600}
+		err := conn.RunInTx(f.ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			if changed, err := f.store.UpsertApplication(ctx, tx, app); err != nil || !changed {
+				return fmt.Errorf("upsert: changed=%v err=%w", changed, err)
+			}
+			if _, err := f.store.GetOrCreateDeploymentMapping(ctx, tx, &db.DeploymentMapping{DeploymentUID: uid, TenantID: tenant.ID,
+				DeploymentName: "d-" + uid, DeploymentNamespace: tenant.NamespaceName, ApplicationID: app.ID}); err != nil {
+				return err
+			}
+			if _, err := f.store.AddAppProjectRepository(ctx, tx, tenant.ID, "https://github.com/example/repo"); err != nil {
+				return err
+			}
+			if err := f.store.CreateOperation(ctx, tx, op); err != nil {
+				return err
+			}
+			_, err := f.store.RaiseSignal(ctx, tx, op)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := f.store.LockTenant(f.ctx, conn, tenant.ID); err != nil {
+			b.Fatal(err)
+		}
+		if ops, err := f.store.UpdateOperationStates(f.ctx, conn, f.instance.ID, []string{op.ID}, db.OperationCompleted, "done", "bench"); err != nil || len(ops) != 1 {
+			b.Fatalf("ops=%d err=%v", len(ops), err)
+		}
+		st := &db.ApplicationState{ApplicationID: app.ID, EngineInstanceID: f.instance.ID, Health: db.HealthHealthy,
+			SyncStatus: db.SyncStatusSynced, Revision: "abc"}
+		if changed, err := f.store.RecordApplicationState(f.ctx, conn, st, "bench"); err != nil || !changed {
+			b.Fatalf("changed=%v err=%v", changed, err)
+		}
+	}
+	b.ReportMetric(cpu()*1e6/float64(b.N), "server-µs/op")
+}

@@ -10,10 +10,10 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 )
 
-// The reads sent as prepared statements work wherever a Store method may run: on the
-// pool, in a transaction (seeing its own writes) and on a connection, again and again on
-// the same connection (where the statement is prepared once), and say when nothing is found.
-func TestPreparedReadsRunOnThePoolATransactionAndAConnection(t *testing.T) {
+// The statements sent prepared work wherever a Store method may run: on the pool, in a
+// transaction (seeing its own writes) and on a connection, again and again on the same
+// connection (where each statement is prepared once), and say when nothing is found.
+func TestPreparedStatementsRunOnThePoolATransactionAndAConnection(t *testing.T) {
 	t.Parallel()
 	g, f := g(t), newFixture(t)
 	op := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication, ResourceID: newUID()}
@@ -39,9 +39,17 @@ func TestPreparedReadsRunOnThePoolATransactionAndAConnection(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer conn.Close()
 	read(conn)
-	var prepared int
-	g.Expect(conn.QueryRowContext(f.ctx, "SELECT count(*) FROM pg_prepared_statements").Scan(&prepared)).To(Succeed())
-	g.Expect(prepared).To(Equal(2), "each read prepared once on the connection, however often it ran")
+	for range 3 {
+		again := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication, ResourceID: newUID()}
+		g.Expect(f.store.CreateOperation(f.ctx, conn, again)).To(Succeed())
+		g.Expect(again.ID).NotTo(BeEmpty())
+		g.Expect(again.State).To(Equal(db.OperationWaiting), "the column bun leaves to its default")
+	}
+	var reads, writes int
+	g.Expect(conn.QueryRowContext(f.ctx, `SELECT count(*) FILTER (WHERE statement LIKE 'SELECT%'),
+		count(*) FILTER (WHERE statement LIKE 'INSERT%') FROM pg_prepared_statements`).Scan(&reads, &writes)).To(Succeed())
+	g.Expect(reads).To(Equal(2), "each read prepared once on the connection, however often it ran")
+	g.Expect(writes).To(Equal(1), "the insert prepared once on the connection")
 	g.Expect(f.db.RunInTx(f.ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		read(tx)
 		second := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication, ResourceID: op.ResourceID}

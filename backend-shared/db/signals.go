@@ -32,19 +32,22 @@ type OperationSignal struct {
 // lock it takes until tx ends keeps the cluster-agent from releasing that signal before it
 // can see op.
 func (s *Store) RaiseSignal(ctx context.Context, tx bun.IDB, op *Operation) (bool, error) {
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock_shared(?, hashtext(?))", signalLockClass, op.EngineInstanceID); err != nil {
+	var lock prepared
+	if _, err := lock.exec(ctx, tx, tx.NewRaw("SELECT pg_advisory_xact_lock_shared(?, hashtext(?))",
+		lock.arg(signalLockClass), lock.arg(op.EngineInstanceID))); err != nil {
 		return false, translate(err)
 	}
 	// A statement of its own, so that it sees the signal as it is under the lock, which no
 	// release can take down now. A signal raised since the statement began is not seen, and
 	// reads as not covered: the caller checks after the commit.
 	var raised, covered bool
-	err := tx.NewRaw(`WITH raised AS (INSERT INTO operation_signals (engine_instance_id, operation_id) VALUES (?, ?)
+	var p prepared
+	instance := p.arg(op.EngineInstanceID)
+	err := p.scan(ctx, tx, tx.NewRaw(`WITH raised AS (INSERT INTO operation_signals (engine_instance_id, operation_id) VALUES (?, ?)
 	ON CONFLICT (engine_instance_id) DO NOTHING RETURNING 1)
 SELECT EXISTS (SELECT 1 FROM raised),
 	coalesce((SELECT cr_created FROM operation_signals WHERE engine_instance_id = ?), false)`,
-		op.EngineInstanceID, op.ID, op.EngineInstanceID).
-		Scan(ctx, &raised, &covered)
+		instance, p.arg(op.ID), instance), &raised, &covered)
 	if err != nil {
 		return false, translate(err)
 	}

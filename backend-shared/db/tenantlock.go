@@ -28,6 +28,7 @@ func (s *Store) WithTenantLock(ctx context.Context, idb bun.IDB, tenantID string
 // only. There it is a wait that keeps nothing, for a reader that needs the last holder's
 // work done but does not keep the next holder out.
 func (s *Store) LockTenant(ctx context.Context, idb bun.IDB, tenantID string) error {
-	_, err := idb.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, hashtext(?))", tenantLockClass, tenantID)
+	var p prepared
+	_, err := p.exec(ctx, idb, idb.NewRaw("SELECT pg_advisory_xact_lock(?, hashtext(?))", p.arg(tenantLockClass), p.arg(tenantID)))
 	return translate(err)
 }
