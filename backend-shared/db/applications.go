@@ -177,17 +177,29 @@ func (s *Store) DeleteApplicationByDeploymentUID(ctx context.Context, idb bun.ID
 }
 
 // AppliedApplication is an application row as a GitOpsDeployment's reconcile finds it
-// before writing: with its tenant, and whether an operation on it is still Waiting.
+// before writing: with its tenant, whether an operation on it is still Waiting, and the
+// state the cluster-agent last recorded.
 type AppliedApplication struct {
 	Application `bun:",extend"`
 
 	Tenant *Tenant `bun:"rel:belongs-to,join:tenant_id=id"`
 	// Waiting: an operation on the row is Waiting (its signal may still need a CR).
 	Waiting bool `bun:"waiting,scanonly"`
+	// Recorded is the application's state; nil when none was recorded (AppState).
+	Recorded *ApplicationState `bun:"rel:has-one,join:id=application_id"`
+}
+
+// AppState is the application's recorded state, nil while there is none.
+func (a *AppliedApplication) AppState() *ApplicationState {
+	if a.Recorded == nil || a.Recorded.ApplicationID == "" {
+		return nil // the join found no state: bun fills in a zero one
+	}
+	return a.Recorded
 }
 
 // GetAppliedApplication returns application id with its tenant, which must be the tenant of
-// namespaceUID (ErrNotFound otherwise, as when there is no such row), in one statement.
+// namespaceUID (ErrNotFound otherwise, as when there is no such row), and its state, in one
+// statement.
 func (s *Store) GetAppliedApplication(ctx context.Context, idb bun.IDB, namespaceUID, id string) (*AppliedApplication, error) {
 	row := new(AppliedApplication)
 	var p prepared
@@ -196,6 +208,7 @@ func (s *Store) GetAppliedApplication(ctx context.Context, idb bun.IDB, namespac
 		ColumnExpr("EXISTS (SELECT 1 FROM operations AS op WHERE op.resource_type = ? AND op.resource_id = app.id AND op.state = ?) AS waiting",
 			p.arg(OperationResourceApplication), p.arg(OperationWaiting)).
 		Relation("Tenant").
+		Relation("Recorded").
 		Where("app.id = ? AND tenant.namespace_uid = ?", p.arg(id), p.arg(namespaceUID))
 	if err := p.scan(ctx, idb, q, row); err != nil {
 		return nil, fmt.Errorf("application %s: %w", id, translate(err))

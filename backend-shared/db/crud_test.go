@@ -745,7 +745,7 @@ func TestSetEngineClusterCredentials(t *testing.T) {
 	g.Expect(err).To(MatchError(db.ErrCheck), "credentials without a secret are refused")
 }
 
-func TestGetAppliedApplicationReadsTheRowItsTenantAndWhetherAnOperationWaits(t *testing.T) {
+func TestGetAppliedApplicationReadsTheRowItsTenantItsStateAndWhetherAnOperationWaits(t *testing.T) {
 	t.Parallel()
 	g, f := g(t), newFixture(t)
 	tenant, other := f.newTenant(t), f.newTenant(t)
@@ -760,6 +760,20 @@ func TestGetAppliedApplicationReadsTheRowItsTenantAndWhetherAnOperationWaits(t *
 	g.Expect(got.Tenant.ID).To(Equal(tenant.ID))
 	g.Expect(got.Tenant.NamespaceName).To(Equal(tenant.NamespaceName))
 	g.Expect(got.Waiting).To(BeFalse())
+	g.Expect(got.AppState()).To(BeNil(), "no state recorded yet")
+
+	st := &db.ApplicationState{ApplicationID: app.ID, EngineInstanceID: f.instance.ID, Health: db.HealthHealthy,
+		SyncStatus: db.SyncStatusSynced, Revision: "abc", OperationState: &argov1alpha1.OperationState{Phase: "Succeeded"}}
+	_, err = f.store.RecordApplicationState(f.ctx, f.db, st, notify.ApplicationStateChanged)
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err = f.store.GetAppliedApplication(f.ctx, f.db, tenant.NamespaceUID, app.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.AppState()).NotTo(BeNil())
+	g.Expect(got.AppState().Health).To(Equal(db.HealthHealthy))
+	g.Expect(got.AppState().Revision).To(Equal("abc"))
+	g.Expect(got.AppState().OperationState.Phase).To(BeEquivalentTo("Succeeded"))
+	g.Expect(got.AppState().UpdatedAt).To(BeTemporally("~", st.UpdatedAt, time.Microsecond))
+	g.Expect(got.Spec).To(Equal(app.Spec), "the application's columns are not mixed up with the state's")
 
 	op := &db.Operation{EngineInstanceID: f.instance.ID, ResourceType: db.OperationResourceApplication, ResourceID: app.ID}
 	g.Expect(f.store.CreateOperation(f.ctx, f.db, op)).To(Succeed())

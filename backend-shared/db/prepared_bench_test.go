@@ -33,6 +33,7 @@ func BenchmarkGetAppliedApplicationAsText(b *testing.B) {
 			ColumnExpr("EXISTS (SELECT 1 FROM operations AS op WHERE op.resource_type = ? AND op.resource_id = app.id AND op.state = ?) AS waiting",
 				db.OperationResourceApplication, db.OperationWaiting).
 			Relation("Tenant").
+			Relation("Recorded").
 			Where("app.id = ? AND tenant.namespace_uid = ?", app.ID, tenant.NamespaceUID).
 			Scan(f.ctx)
 	})

@@ -164,11 +164,13 @@ func TestOnlyRealChangesCreateOperations(t *testing.T) {
 	h.g.Expect(h.operations(db.OperationResourceApplication, string(depl.UID))).To(HaveLen(1))
 	// Once the operation is no longer Waiting, it does not even open a transaction: the rows
 	// are read in one statement and found as the deployment asks.
+	// Its state comes with the rows, in the same statement.
 	h.finish(h.operations(db.OperationResourceApplication, string(depl.UID))[0])
-	began := h.transactions()
+	began, stateReads := h.transactions(), h.stateReads()
 	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "def"})
 	h.g.Eventually(func() string { return h.get(depl).Status.Sync.Revision }, eventually, poll).Should(Equal("def"))
 	h.g.Expect(h.transactions()).To(Equal(began), "no transaction for a deployment whose rows are as it asks")
+	h.g.Expect(h.stateReads()).To(Equal(stateReads), "no read of the state apart from the rows")
 
 	// A spec change that changes the Application does create one.
 	h.update(depl, func(d *v1.GitOpsDeployment) { d.Spec.Source.Path = "environments/staging" })
@@ -178,13 +180,20 @@ func TestOnlyRealChangesCreateOperations(t *testing.T) {
 }
 
 // transactions counts the transactions begun in the harness's database so far.
-func (h *harness) transactions() int64 {
+func (h *harness) transactions() int64 { return h.statementCalls("begin") }
+
+// stateReads counts the reads of an application's state on its own (GetApplicationState).
+func (h *harness) stateReads() int64 { return h.statementCalls(`select "appstate".%`) }
+
+// statementCalls counts the calls of the statements like pattern (lower case) in the
+// harness's database so far.
+func (h *harness) statementCalls(pattern string) int64 {
 	h.t.Helper()
 	_, err := h.db.ExecContext(h.ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
 	h.g.Expect(err).NotTo(HaveOccurred())
 	var n int64
 	h.g.Expect(h.db.NewRaw(`SELECT coalesce(sum(s.calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-		WHERE d.datname = current_database() AND lower(s.query) = 'begin'`).Scan(h.ctx, &n)).To(Succeed())
+		WHERE d.datname = current_database() AND lower(s.query) LIKE ?`, pattern).Scan(h.ctx, &n)).To(Succeed())
 	return n
 }
 

@@ -23,6 +23,10 @@ type desired struct {
 	managedEnvironmentID string
 	// created: the apply created the application row, so no state of it can exist yet.
 	created bool
+	// recorded: the application's state was read with its row (recorded holds it, nil
+	// when there is none), so the status needs no read of its own.
+	recorded     *db.ApplicationState
+	recordedRead bool
 }
 
 // apply writes the application row, mapping and operations of depl in one transaction,
@@ -123,7 +127,8 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 }
 
 // alreadyApplied returns the tenant and what depl asks for when its application row says
-// so already and no operation on it waits, read in one statement: the reconcile that
+// so already and no operation on it waits, read in one statement with the application's
+// state: the reconcile that
 // brings Argo CD's report to the status, like any other that finds nothing changed, then
 // opens no transaction. Otherwise it returns nil and apply writes as usual; so it does for
 // a deployment to a managed environment, whose resolution reads more, and on any error,
@@ -144,6 +149,7 @@ func (r *Reconciler) alreadyApplied(ctx context.Context, depl *v1.GitOpsDeployme
 	if err != nil || !row.SameAs(applicationRow(depl, row.Tenant, row.Tenant.EngineInstanceID, want)) {
 		return nil, nil
 	}
+	want.recorded, want.recordedRead = row.AppState(), true
 	return row.Tenant, want
 }
 

@@ -122,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if tenant != nil && (want == nil || !want.created) {
 		unread := depl.Status.DeepCopy()
 		var readErr error
-		if state, readErr = r.readStatus(ctx, tenant, depl, now); readErr != nil {
+		if state, readErr = r.readStatus(ctx, tenant, depl, want, now); readErr != nil {
 			err = readErr // internal: retried, and the next reconcile reports the rest
 		}
 		stateChanged = state != nil && !equality.Semantic.DeepEqual(unread, &depl.Status)

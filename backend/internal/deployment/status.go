@@ -28,13 +28,11 @@ var mirrored = []struct {
 }
 
 // readStatus copies the application state the cluster-agent reported into depl.Status, and
-// returns that state (nil while Argo CD has not reported).
-func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1.GitOpsDeployment, now metav1.Time) (*db.ApplicationState, error) {
-	st, err := r.Store.GetApplicationState(ctx, r.DB, tenant.ID, string(depl.UID))
-	if errors.Is(err, db.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+// returns that state (nil while Argo CD has not reported). want (nil when unresolved) may
+// carry the state, read with the application's row.
+func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1.GitOpsDeployment, want *desired, now metav1.Time) (*db.ApplicationState, error) {
+	st, err := r.recordedState(ctx, tenant, depl, want)
+	if st == nil || err != nil {
 		return nil, err
 	}
 	status := &depl.Status
@@ -55,6 +53,18 @@ func (r *Reconciler) readStatus(ctx context.Context, tenant *db.Tenant, depl *v1
 		}
 	}
 	return st, nil
+}
+
+// recordedState is the application's state (nil when none), as want read it or read now.
+func (r *Reconciler) recordedState(ctx context.Context, tenant *db.Tenant, depl *v1.GitOpsDeployment, want *desired) (*db.ApplicationState, error) {
+	if want != nil && want.recordedRead {
+		return want.recorded, nil
+	}
+	st, err := r.Store.GetApplicationState(ctx, r.DB, tenant.ID, string(depl.UID))
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, nil
+	}
+	return st, err
 }
 
 // conditionMessage joins the messages of Argo CD's conditions of one type.
