@@ -81,7 +81,8 @@ func (s *Store) MoveTenant(ctx context.Context, idb bun.IDB, tenantID, to string
 // Application, keep the resources) from one that was deleted (delete and prune).
 func (s *Store) LocateApplication(ctx context.Context, idb bun.IDB, id string) (*Application, error) {
 	app := new(Application)
-	if err := idb.NewSelect().Model(app).Where("app.id = ?", id).Scan(ctx); err != nil {
+	var p prepared
+	if err := p.scan(ctx, idb, idb.NewSelect().Model(app).Where("app.id = ?", p.arg(id)), app); err != nil {
 		return nil, fmt.Errorf("application %s: %w", id, translate(err))
 	}
 	return app, nil
