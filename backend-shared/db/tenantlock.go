@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/uptrace/bun"
 )
@@ -31,4 +32,20 @@ func (s *Store) LockTenant(ctx context.Context, idb bun.IDB, tenantID string) er
 	var p prepared
 	_, err := p.exec(ctx, idb, idb.NewRaw("SELECT pg_advisory_xact_lock(?, hashtext(?))", p.arg(tenantLockClass), p.arg(tenantID)))
 	return translate(err)
+}
+
+// LocateApplicationOnceTenantFree is LocateApplication after LockTenant's wait for the
+// application's tenant, in one statement: the cluster-agent applies an Argo CD Application
+// once every change to its tenant's AppProject begun before has let go of the lock. No
+// row, no wait.
+func (s *Store) LocateApplicationOnceTenantFree(ctx context.Context, idb bun.IDB, id string) (*Application, error) {
+	app := new(Application)
+	var p prepared
+	q := idb.NewSelect().Model(app).
+		Join(", LATERAL (SELECT pg_advisory_xact_lock(?, hashtext(app.tenant_id::text))) AS waited", p.arg(tenantLockClass)).
+		Where("app.id = ?", p.arg(id))
+	if err := p.scan(ctx, idb, q, app); err != nil {
+		return nil, fmt.Errorf("application %s: %w", id, translate(err))
+	}
+	return app, nil
 }

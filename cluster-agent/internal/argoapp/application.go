@@ -67,7 +67,7 @@ var _ operation.Handler = (*Applications)(nil)
 // let go of the Application of a row that moved to another instance (see release), and
 // delete the Application of a missing row.
 func (a *Applications) Handle(ctx context.Context, t operation.Target) (operation.Outcome, error) {
-	row, err := a.Store.LocateApplication(ctx, a.DB, t.ResourceID)
+	row, err := a.locate(ctx, t.ResourceID)
 	switch {
 	case notFound(err):
 		return a.delete(ctx, t) // deleted: Argo CD prunes
@@ -105,6 +105,15 @@ func (a *Applications) Handle(ctx context.Context, t operation.Target) (operatio
 		return operation.Outcome{}, err
 	}
 	return operation.Completed(fmt.Sprintf("Argo CD Application %s is up to date", row.Name)), nil
+}
+
+// locate reads the application's row once its tenant's lock is free, so that EnsureAdmits
+// may trust the cache; a wait longer than an Ensure may hold the lock fails the operation,
+// which is retried.
+func (a *Applications) locate(ctx context.Context, id string) (*db.Application, error) {
+	ctx, cancel := context.WithTimeout(ctx, ensureTimeout)
+	defer cancel()
+	return a.Store.LocateApplicationOnceTenantFree(ctx, a.DB, id)
 }
 
 // RefreshFieldManager owns the annotations of a refresh request, so that the service's

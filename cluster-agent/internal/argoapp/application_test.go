@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/uptrace/bun"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -402,4 +403,38 @@ func TestAwaitDeletionPastTheTimeoutWithoutArgoCDsFinalizerTouchesNothing(t *tes
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(forced).To(BeTrue())
 	g.Expect(after).To(Equal(time.Second))
+}
+
+// An Application is applied only once a change of its tenant's AppProject that began
+// before has let go of the tenant's lock (its writes then show in the cache).
+func TestHandleWaitsForTheTenantsLockHolder(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t)
+	// The tenant's AppProject exists and admits the row's repository and destination: the
+	// wait is all that stands between the operation and its apply.
+	first := f.row("team-a")
+	_, err := f.apps.Handle(f.ctx, operation.Target{ResourceID: first.ID, TenantID: f.tenant.ID})
+	g.Expect(err).NotTo(HaveOccurred())
+	row := f.row("team-a")
+	entered, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		held <- f.store.WithTenantLock(f.ctx, f.db, f.tenant.ID, func(context.Context, bun.Tx) error {
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	g.Eventually(entered, 5*time.Second).Should(BeClosed())
+
+	handled := make(chan error, 1)
+	go func() {
+		_, err := f.apps.Handle(f.ctx, operation.Target{ResourceID: row.ID, TenantID: f.tenant.ID})
+		handled <- err
+	}()
+	g.Consistently(handled, 500*time.Millisecond).ShouldNot(Receive(), "while the tenant's lock is held")
+	g.Expect(f.argoApp(row.Name)).To(BeNil())
+	close(release)
+	g.Eventually(held, 5*time.Second).Should(Receive(BeNil()))
+	g.Eventually(handled, 10*time.Second).Should(Receive(BeNil()))
+	g.Expect(f.argoApp(row.Name)).NotTo(BeNil())
 }

@@ -32,13 +32,12 @@ type Store interface {
 	ListApplications(ctx context.Context, idb bun.IDB, tenantID string) ([]db.Application, error)
 	ListAppProjectRepositories(ctx context.Context, idb bun.IDB, tenantID string) ([]string, error)
 	ListAppProjectDestinations(ctx context.Context, idb bun.IDB, tenantID string) ([]string, error)
-	LocateApplication(ctx context.Context, idb bun.IDB, id string) (*db.Application, error)
+	LocateApplicationOnceTenantFree(ctx context.Context, idb bun.IDB, id string) (*db.Application, error)
 	ApplicationAdopted(ctx context.Context, idb bun.IDB, id string) (bool, error)
 	FinishApplicationMove(ctx context.Context, idb bun.IDB, id, from string) error
 	TenantServedBy(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (bool, error)
 	RecordLeftovers(ctx context.Context, idb bun.IDB, l *db.Leftovers) error
 	WithTenantLock(ctx context.Context, idb bun.IDB, tenantID string, fn func(ctx context.Context, tx bun.Tx) error) error
-	LockTenant(ctx context.Context, idb bun.IDB, tenantID string) error
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=appprojects,verbs=get;list;watch;create;update;patch;delete
@@ -103,35 +102,24 @@ func (p *Projects) Ensure(ctx context.Context, tenantID string, gone ...string) 
 }
 
 // EnsureAdmits makes sure that the AppProject of app admits it, running Ensure only when
-// the project, as the cache shows it, does not: most Application operations then cost one
-// wait on the tenant's lock and a read of the cache, not a transaction and a read of every
-// row of the tenant. The wait is what makes the cache safe to read: an Ensure that held the
-// lock before has let go only once the cache showed its writes (a project it deleted shows
-// gone), and one that takes it after reads the row of app, which was written before this
-// operation, and keeps the project admitting it.
+// the project, as the cache shows it, does not: most Application operations then cost a
+// read of the cache, not a transaction and a read of every row of the tenant. The caller
+// has waited for the tenant's lock to be free since the operation began
+// (LocateApplicationOnceTenantFree), which makes the cache safe to read: an Ensure that
+// held the lock before has let go only once the cache showed its writes (a project it
+// deleted shows gone), and one that takes it after reads the row of app, which was written
+// before this operation, and keeps the project admitting it.
 func (p *Projects) EnsureAdmits(ctx context.Context, tenantID string, app *argov1alpha1.Application) error {
-	admitted, err := p.admitted(ctx, tenantID, app)
-	if err != nil || admitted {
-		return err
-	}
-	_, err = p.Ensure(ctx, tenantID)
-	return err
-}
-
-// admitted waits for the tenant's lock to be free (within ensureTimeout), then reports
-// whether the project of app, as the cache shows it, admits it.
-func (p *Projects) admitted(ctx context.Context, tenantID string, app *argov1alpha1.Application) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, ensureTimeout)
-	defer cancel()
-	if err := p.Store.LockTenant(ctx, p.DB, tenantID); err != nil {
-		return false, err
-	}
 	project := &argov1alpha1.AppProject{}
 	err := p.Client.Get(ctx, client.ObjectKey{Namespace: p.Identity.Namespace, Name: app.Spec.Project}, project)
 	if client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("reading AppProject %s: %w", app.Spec.Project, err)
+		return fmt.Errorf("reading AppProject %s: %w", app.Spec.Project, err)
 	}
-	return err == nil && admits(project, app), nil
+	if err == nil && admits(project, app) {
+		return nil
+	}
+	_, err = p.Ensure(ctx, tenantID)
+	return err
 }
 
 // locked runs fn in a transaction holding the tenant's advisory lock, within ensureTimeout.
