@@ -100,6 +100,13 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.
 			}
 			ops = append(ops, stale...)
 		}
+		if want.created {
+			// No earlier reconcile wrote operations on a row that did not exist: a
+			// deployment's row is deleted only with the deployment (its UID never comes
+			// back), and the cluster-agent takes on any other operation on the
+			// resource with this one.
+			return nil
+		}
 		// Operations committed by an earlier reconcile whose CR was never created.
 		waiting, err := r.Store.ListOperationsForResource(ctx, tx, db.OperationResourceApplication, app.ID)
 		if err != nil {
