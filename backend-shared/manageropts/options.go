@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -91,8 +92,15 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
 		// Release the lease on a clean exit so a standby takes over at once.
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
+		Cache:                         cache.Options{DefaultTransform: StripManagedFields},
 	}
 }
+
+// StripManagedFields drops metadata.managedFields from every object the informer caches
+// hold: nothing here reads them, and every object read from the cache would copy them (a
+// third of a GitOpsDeployment or an Application as the service writes them). An update made
+// from a cached object leaves them as they are on the server.
+var StripManagedFields = cache.TransformStripManagedFields()
 
 // metricsOptions serves metrics as --metrics-secure says: over HTTPS, authenticated and
 // authorized by the API server, as kubebuilder scaffolds it, or plainly.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -210,3 +212,26 @@ func reconcileRequest(name string) ctrl.Request {
 }
 
 func isUsage(err error) bool { return errors.Is(err, ErrUsage) }
+
+// The informer caches keep no managedFields: nothing reads them, and every read from the
+// cache would copy them.
+func TestCachesHoldNoManagedFields(t *testing.T) {
+	transform := parsed(t).ManagerOptions(runtime.NewScheme()).Cache.DefaultTransform
+	if transform == nil {
+		t.Fatal("no transform of cached objects")
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", Labels: map[string]string{"a": "b"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}}},
+		Data: map[string]string{"k": "v"}}
+	out, err := transform(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.ConfigMap)
+	if got.ManagedFields != nil {
+		t.Errorf("managedFields kept: %v", got.ManagedFields)
+	}
+	if got.Name != "c" || got.Labels["a"] != "b" || got.Data["k"] != "v" {
+		t.Errorf("the rest of the object changed: %+v", got)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/dbmetrics"
+	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/orphans"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/appstatus"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/argoapp"
@@ -100,7 +101,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 // CacheOptions restricts the manager's cache to the engine namespace: the agent reads
 // nothing else.
 func (o *Options) CacheOptions() cache.Options {
-	return cache.Options{DefaultNamespaces: map[string]cache.Config{o.Engine.Namespace: {}}}
+	return cache.Options{DefaultNamespaces: map[string]cache.Config{o.Engine.Namespace: {}},
+		DefaultTransform: manageropts.StripManagedFields}
 }
 
 // ManagerOptions limits the manager's cache to the engine namespace and keeps the
