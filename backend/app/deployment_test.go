@@ -179,6 +179,30 @@ func TestOnlyRealChangesCreateOperations(t *testing.T) {
 	h.g.Expect(h.transactions()).To(BeNumerically(">", began), "written in a transaction")
 }
 
+// A deployment created while the backend watches is written at once: its first reconcile
+// does not look for a row that cannot exist yet; the next one, bringing Argo CD's report,
+// reads the row it wrote.
+func TestANewDeploymentIsWrittenWithoutLookingForItsRow(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t)
+	// Once the backend has written a first deployment, its watch is past its initial list.
+	first := h.newDeployment("first", v1.GitOpsDeploymentSpecTypeAutomated)
+	h.application(first.UID)
+	before := h.appliedReads()
+	depl := h.newDeployment("app", v1.GitOpsDeploymentSpecTypeAutomated)
+	h.application(depl.UID)
+	h.g.Eventually(func() []db.Operation { return h.operations(db.OperationResourceApplication, string(depl.UID)) }, eventually, poll).Should(HaveLen(1))
+	h.g.Expect(h.appliedReads()).To(Equal(before), "the first reconcile looked for the row")
+
+	h.finish(h.operations(db.OperationResourceApplication, string(depl.UID))[0])
+	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "abc"})
+	h.g.Eventually(func() string { return h.get(depl).Status.Sync.Revision }, eventually, poll).Should(Equal("abc"))
+	h.g.Expect(h.appliedReads()).To(BeNumerically(">", before), "the status-bringing reconcile reads the row it wrote")
+}
+
+// appliedReads counts the reads of a deployment's rows before writing (GetAppliedApplication).
+func (h *harness) appliedReads() int64 { return h.statementCalls(`%as waiting%`) }
+
 // transactions counts the transactions begun in the harness's database so far.
 func (h *harness) transactions() int64 { return h.statementCalls("begin") }
 

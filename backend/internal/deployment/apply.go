@@ -33,15 +33,18 @@ type desired struct {
 // then signals the cluster-agent. It returns the tenant (nil when it could not be
 // resolved) and what depl asks for (nil when it could not be resolved). User errors leave
 // the existing rows untouched: a running deployment keeps running until the user fixes the
-// spec.
-func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment) (*db.Tenant, *desired, error) {
+// spec. created says that depl was created since the controller started watching, and
+// has not been reconciled: it has no row to look for.
+func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment, created bool) (*db.Tenant, *desired, error) {
 	if err := validation.GitOpsDeployment(depl); err != nil {
 		tenant, _ := r.Tenancy.ExistingTenant(ctx, r.DB, depl.Namespace)
 		return tenant, nil, err
 	}
-	if tenant, want := r.alreadyApplied(ctx, depl); want != nil {
-		depl.Status.LastHandledRefresh = depl.Annotations[v1.RefreshAnnotation]
-		return tenant, want, nil
+	if !created {
+		if tenant, want := r.alreadyApplied(ctx, depl); want != nil {
+			depl.Status.LastHandledRefresh = depl.Annotations[v1.RefreshAnnotation]
+			return tenant, want, nil
+		}
 	}
 	var (
 		tenant  *db.Tenant

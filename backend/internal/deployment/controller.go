@@ -6,6 +6,7 @@ package deployment
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"github.com/uptrace/bun"
 	corev1 "k8s.io/api/core/v1"
@@ -73,6 +74,11 @@ type Reconciler struct {
 	SyncRuns *notifyroute.Queue
 	// MaxConcurrentReconciles bounds parallel reconciles.
 	MaxConcurrentReconciles int
+
+	// created holds the deployments created while the controller watches (not those of its
+	// initial list), until their first reconcile: no application row can exist for them
+	// yet, so that reconcile writes it without first looking for it.
+	created sync.Map // types.NamespacedName → struct{}
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeployments,verbs=get;list;watch;patch
@@ -84,7 +90,7 @@ type Reconciler struct {
 // indexes).
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.GitOpsDeployment{}, builder.WithPredicates(specOrLifecycleChanged{})).
+		For(&v1.GitOpsDeployment{}, builder.WithPredicates(r.noteCreations(), specOrLifecycleChanged{})).
 		// An environment connecting, changing or going away changes its deployments.
 		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(watches.ByIndex(r.Client, func() client.ObjectList { return &v1.GitOpsDeploymentList{} }, indexes.DeploymentEnvironment))).
 		WatchesRawSource(r.Queue.Source()).
@@ -93,8 +99,20 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error
 		Complete(r)
 }
 
+// noteCreations records in created the deployments created while the controller watches,
+// and lets every event through.
+func (r *Reconciler) noteCreations() predicate.Funcs {
+	return predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool {
+		if !e.IsInInitialList {
+			r.created.Store(client.ObjectKeyFromObject(e.Object), struct{}{})
+		}
+		return true
+	}}
+}
+
 // Reconcile makes the rows match the GitOpsDeployment and its status match the rows.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	_, created := r.created.LoadAndDelete(req.NamespacedName)
 	depl := &v1.GitOpsDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, depl); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -109,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	start := depl.DeepCopy()
 	now := metav1.Now()
-	tenant, want, err := r.apply(ctx, depl)
+	tenant, want, err := r.apply(ctx, depl, created)
 	if tenant != nil {
 		// The tenant id ties these lines to the rows and to the cluster-agent's lines.
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tenant", tenant.ID))
