@@ -76,18 +76,6 @@ func (s *Store) MoveTenant(ctx context.Context, idb bun.IDB, tenantID, to string
 	return move, translate(err)
 }
 
-// LocateApplication returns an application by id whatever its tenant and instance: how
-// the cluster-agent tells an application that moved away (release its Argo CD
-// Application, keep the resources) from one that was deleted (delete and prune).
-func (s *Store) LocateApplication(ctx context.Context, idb bun.IDB, id string) (*Application, error) {
-	app := new(Application)
-	var p prepared
-	if err := p.scan(ctx, idb, idb.NewSelect().Model(app).Where("app.id = ?", p.arg(id)), app); err != nil {
-		return nil, fmt.Errorf("application %s: %w", id, translate(err))
-	}
-	return app, nil
-}
-
 // ApplicationAdopted says whether the instance an application is on has adopted it: its
 // cluster-agent recorded a state in which Argo CD compared the Application.
 func (s *Store) ApplicationAdopted(ctx context.Context, idb bun.IDB, id string) (bool, error) {

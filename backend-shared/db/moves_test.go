@@ -32,7 +32,7 @@ func TestMoveTenant(t *testing.T) {
 	g.Expect(move).To(Equal(&db.TenantMove{TenantID: tenant.ID, From: f.instance.ID, To: to.ID,
 		ApplicationIDs: []string{app.ID}, ManagedEnvironmentIDs: []string{env.ID}, RepositoryCredentialIDs: []string{cred.ID}}))
 
-	got, err := f.store.LocateApplication(f.ctx, f.db, app.ID)
+	got, err := f.store.LocateApplicationOnceTenantFree(f.ctx, f.db, app.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.EngineInstanceID).To(Equal(to.ID))
 	g.Expect(got.MovingFromEngineInstanceID).To(Equal(f.instance.ID))
@@ -70,7 +70,7 @@ func TestMoveTenant(t *testing.T) {
 	g.Expect(adopted).To(BeTrue())
 
 	g.Expect(f.store.FinishApplicationMove(f.ctx, f.db, app.ID, f.instance.ID)).To(Succeed())
-	got, err = f.store.LocateApplication(f.ctx, f.db, app.ID)
+	got, err = f.store.LocateApplicationOnceTenantFree(f.ctx, f.db, app.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.MovingFromEngineInstanceID).To(BeEmpty())
 	servedHere, err := f.store.TenantServedBy(f.ctx, f.db, tenant.ID, f.instance.ID)

@@ -34,10 +34,12 @@ func (s *Store) LockTenant(ctx context.Context, idb bun.IDB, tenantID string) er
 	return translate(err)
 }
 
-// LocateApplicationOnceTenantFree is LocateApplication after LockTenant's wait for the
-// application's tenant, in one statement: the cluster-agent applies an Argo CD Application
-// once every change to its tenant's AppProject begun before has let go of the lock. No
-// row, no wait.
+// LocateApplicationOnceTenantFree returns an application by id whatever its tenant and
+// instance, once no one holds its tenant's lock (LockTenant's wait, in the same
+// statement). The cluster-agent tells by it an application that moved away (release its
+// Argo CD Application, keep the resources) from one that was deleted (delete and prune),
+// and applies an Argo CD Application only once every change to its tenant's AppProject
+// begun before has let go of the lock. No row, no wait.
 func (s *Store) LocateApplicationOnceTenantFree(ctx context.Context, idb bun.IDB, id string) (*Application, error) {
 	app := new(Application)
 	var p prepared

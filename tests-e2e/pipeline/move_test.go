@@ -139,7 +139,7 @@ func TestDrainingAnInstanceMovesItsTenantWithoutPruning(t *testing.T) {
 		s.g.Eventually(func() string {
 			return s.get(depl).(*v1.GitOpsDeployment).Status.Sync.Revision
 		}, eventually, poll).Should(Equal("rev-new"))
-		app, err := store.LocateApplication(s.ctx, database, string(depl.UID))
+		app, err := store.LocateApplicationOnceTenantFree(s.ctx, database, string(depl.UID))
 		s.g.Expect(err).NotTo(HaveOccurred())
 		s.g.Expect(app.EngineInstanceID).To(Equal(s.instanceIn(second).ID))
 		s.g.Expect(app.MovingFromEngineInstanceID).To(BeEmpty())

@@ -275,7 +275,7 @@ func TestHandleReleasesAMovedApplicationOnlyOnceTheNewInstanceAdoptedIt(t *testi
 		"Argo CD Application %s let go: engine instance %s adopted it; its resources were left in place", row.Name, other.InstanceID))))
 	// Without Argo CD's finalizer it went at once, pruning nothing.
 	g.Expect(f.argoApp(row.Name)).To(BeNil())
-	moved, err := f.store.LocateApplication(f.ctx, f.db, row.ID)
+	moved, err := f.store.LocateApplicationOnceTenantFree(f.ctx, f.db, row.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(moved.MovingFromEngineInstanceID).To(BeEmpty(), "the move is recorded as done")
 	g.Expect(moved.EngineInstanceID).To(Equal(other.InstanceID))
