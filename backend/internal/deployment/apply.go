@@ -33,14 +33,14 @@ type desired struct {
 // then signals the cluster-agent. It returns the tenant (nil when it could not be
 // resolved) and what depl asks for (nil when it could not be resolved). User errors leave
 // the existing rows untouched: a running deployment keeps running until the user fixes the
-// spec. created says that depl was created since the controller started watching, and
-// has not been reconciled: it has no row to look for.
-func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment, created bool) (*db.Tenant, *desired, error) {
+// spec. unseen says that depl was created since the controller started watching, and has
+// not been reconciled: it has no row to look for.
+func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment, unseen bool) (*db.Tenant, *desired, error) {
 	if err := validation.GitOpsDeployment(depl); err != nil {
 		tenant, _ := r.Tenancy.ExistingTenant(ctx, r.DB, depl.Namespace)
 		return tenant, nil, err
 	}
-	if !created {
+	if !unseen {
 		if tenant, want := r.alreadyApplied(ctx, depl); want != nil {
 			depl.Status.LastHandledRefresh = depl.Annotations[v1.RefreshAnnotation]
 			return tenant, want, nil

@@ -75,10 +75,10 @@ type Reconciler struct {
 	// MaxConcurrentReconciles bounds parallel reconciles.
 	MaxConcurrentReconciles int
 
-	// created holds the deployments created while the controller watches (not those of its
+	// unseen holds the deployments created while the controller watches (not those of its
 	// initial list), until their first reconcile: no application row can exist for them
 	// yet, so that reconcile writes it without first looking for it.
-	created sync.Map // types.NamespacedName → struct{}
+	unseen sync.Map // types.NamespacedName → struct{}
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeployments,verbs=get;list;watch;patch
@@ -99,12 +99,12 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error
 		Complete(r)
 }
 
-// noteCreations records in created the deployments created while the controller watches,
+// noteCreations records in unseen the deployments created while the controller watches,
 // and lets every event through.
 func (r *Reconciler) noteCreations() predicate.Funcs {
 	return predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool {
 		if !e.IsInInitialList {
-			r.created.Store(client.ObjectKeyFromObject(e.Object), struct{}{})
+			r.unseen.Store(client.ObjectKeyFromObject(e.Object), struct{}{})
 		}
 		return true
 	}}
@@ -112,7 +112,7 @@ func (r *Reconciler) noteCreations() predicate.Funcs {
 
 // Reconcile makes the rows match the GitOpsDeployment and its status match the rows.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	_, created := r.created.LoadAndDelete(req.NamespacedName)
+	_, unseen := r.unseen.LoadAndDelete(req.NamespacedName)
 	depl := &v1.GitOpsDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, depl); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -127,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	start := depl.DeepCopy()
 	now := metav1.Now()
-	tenant, want, err := r.apply(ctx, depl, created)
+	tenant, want, err := r.apply(ctx, depl, unseen)
 	if tenant != nil {
 		// The tenant id ties these lines to the rows and to the cluster-agent's lines.
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tenant", tenant.ID))
