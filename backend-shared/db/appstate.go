@@ -89,7 +89,7 @@ func (s *Store) RecordApplicationState(ctx context.Context, idb bun.IDB, st *App
 			"EXCLUDED.resources, EXCLUDED.conditions, EXCLUDED.reconciled_state, EXCLUDED.operation_state)").
 		Returning("application_id, updated_at")
 	var written []ApplicationState
-	err = p.scan(ctx, idb, selectNotifying(idb, &p, upsert, "application_id", notifyChannel).ColumnExpr("written.updated_at"), &written)
+	err = p.scan(ctx, idb, selectNotifying(idb, &p, upsert, "written.application_id::text", notifyChannel).ColumnExpr("written.updated_at"), &written)
 	if err != nil || len(written) == 0 {
 		return false, translate(err)
 	}

@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -75,7 +77,7 @@ func (s *Store) CreateOperation(ctx context.Context, idb bun.IDB, op *Operation)
 }
 
 // GetOperation returns an operation by id. Not scoped: operations are the system's, and
-// the backend receives bare ids in operation_changed notifications.
+// cluster-agents of earlier versions publish bare ids in operation_changed notifications.
 func (s *Store) GetOperation(ctx context.Context, idb bun.IDB, id string) (*Operation, error) {
 	op := new(Operation)
 	var p prepared
@@ -133,10 +135,29 @@ func (s *Store) ListOperations(ctx context.Context, idb bun.IDB, f OperationFilt
 	return ops, translate(err)
 }
 
+// OperationChange is what a notification of UpdateOperationStates says of an operation
+// whose state changed: enough for a listener to route it without reading the row.
+type OperationChange struct {
+	ID           string                `json:"id"`
+	State        OperationState        `json:"state"`
+	ResourceType OperationResourceType `json:"resourceType"`
+	ResourceID   string                `json:"resourceID"`
+}
+
+// ParseOperationChange reads the payload of an UpdateOperationStates notification. ok is
+// false when the payload is not one (cluster-agents of earlier versions publish the bare
+// operation id): the listener then reads the row.
+func ParseOperationChange(payload string) (change OperationChange, ok bool) {
+	if !strings.HasPrefix(payload, "{") || json.Unmarshal([]byte(payload), &change) != nil || change.ID == "" {
+		return OperationChange{}, false
+	}
+	return change, true
+}
+
 // UpdateOperationStates records an engine instance's progress on some of its operations,
-// in one statement that also publishes each updated operation's id on notifyChannel (the
-// cluster-agent passes notify.OperationChanged, which wakes the backend): the change and
-// its notifications commit together, in one round trip. Finishing an operation (Completed,
+// in one statement that also publishes each updated operation's OperationChange on
+// notifyChannel (the cluster-agent passes notify.OperationChanged, which wakes the
+// backend): the change and its notifications commit together, in one round trip. Finishing an operation (Completed,
 // Failed) starts its garbage-collection clock. It returns the updated rows; an id that
 // names no operation of the instance is ErrNotFound (the others are updated all the same).
 func (s *Store) UpdateOperationStates(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string, state OperationState, humanReadable, notifyChannel string) ([]Operation, error) {
@@ -153,7 +174,7 @@ func (s *Store) UpdateOperationStates(ctx context.Context, idb bun.IDB, engineIn
 		Where("op.engine_instance_id = ? AND op.id = ANY(?::uuid[])", p.arg(engineInstanceID), p.arg(ids)).
 		Returning("op.*")
 	var ops []Operation
-	err := p.scan(ctx, idb, selectNotifying(idb, &p, update, "id", notifyChannel).ColumnExpr("written.*"), &ops)
+	err := p.scan(ctx, idb, selectNotifying(idb, &p, update, operationChangePayload, notifyChannel).ColumnExpr("written.*"), &ops)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -163,14 +184,19 @@ func (s *Store) UpdateOperationStates(ctx context.Context, idb bun.IDB, engineIn
 	return ops, nil
 }
 
+// operationChangePayload is the OperationChange of a written operations row, as JSON.
+const operationChangePayload = "json_build_object('id', written.id, 'state', written.state, " +
+	"'resourceType', written.resource_type, 'resourceID', written.resource_id)::text"
+
 // selectNotifying selects the rows that write (an INSERT, UPDATE or DELETE with RETURNING,
-// built with p's placeholders) returns, as the common table "written", and publishes each
-// row's idColumn on channel: pg_notify is volatile, so PostgreSQL calls it once per row,
-// and the write and its notifications commit together in one statement.
-func selectNotifying(idb bun.IDB, p *prepared, write bun.Query, idColumn, channel string) *bun.SelectQuery {
+// built with p's placeholders) returns, as the common table "written", and publishes
+// payload (an expression over written's columns) of each row on channel: pg_notify is
+// volatile, so PostgreSQL calls it once per row, and the write and its notifications
+// commit together in one statement.
+func selectNotifying(idb bun.IDB, p *prepared, write bun.Query, payload, channel string) *bun.SelectQuery {
 	return idb.NewSelect().With("written", write).
 		TableExpr("written").
-		Join(", LATERAL (SELECT pg_notify(?, written.?::text)) AS notified", p.arg(channel), bun.Ident(idColumn))
+		Join(", LATERAL (SELECT pg_notify(?, "+payload+")) AS notified", p.arg(channel))
 }
 
 // HasOperations reports whether an engine instance has any operation, finished or not.

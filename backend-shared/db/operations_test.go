@@ -61,3 +61,26 @@ func TestListOperations(t *testing.T) {
 	_, err = f.store.ListOperations(f.ctx, f.db, db.OperationFilter{EngineInstanceID: "argocd"})
 	g.Expect(err).To(MatchError(db.ErrInvalid))
 }
+
+func TestParseOperationChange(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		payload string
+		want    db.OperationChange
+		ok      bool
+	}{
+		{name: "as PostgreSQL writes it", payload: `{"id" : "op-1", "state" : "Completed", "resourceType" : "Application", "resourceID" : "app-1"}`,
+			want: db.OperationChange{ID: "op-1", State: db.OperationCompleted, ResourceType: db.OperationResourceApplication, ResourceID: "app-1"}, ok: true},
+		{name: "a bare id", payload: "6f1c1f0e-8a43-4d0e-9c57-3a3c2f0b7d11"},
+		{name: "no id", payload: `{"state" : "Completed"}`},
+		{name: "not JSON", payload: `{"id" : `},
+		{name: "empty", payload: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, ok := db.ParseOperationChange(tc.payload)
+			g.Expect(ok).To(Equal(tc.ok))
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+}

@@ -1,7 +1,8 @@
 // Package notify carries PostgreSQL LISTEN/NOTIFY signals between the components: the
 // cluster-agent announces "application state changed" and "operation changed", and every
-// backend replica listens, so status follows Argo CD without polling. Payloads are ids
-// only; receivers read the rows.
+// backend replica listens, so status follows Argo CD without polling. Payloads are ids,
+// but for operation_changed's, which says what a receiver needs to route the change
+// (db.OperationChange); receivers read the rows they show.
 package notify
 
 import (
@@ -24,7 +25,7 @@ import (
 const (
 	// ApplicationStateChanged carries an application id whose application_states row changed.
 	ApplicationStateChanged = "application_state_changed"
-	// OperationChanged carries an operation id whose state changed.
+	// OperationChanged carries the db.OperationChange of an operation whose state changed.
 	OperationChanged = "operation_changed"
 	// EngineInstancesChanged has an empty payload: a trigger on engine_instances sends it
 	// whenever a statement changes the table.

@@ -236,20 +236,31 @@ func TestStateWritesNotifyOncePerWrittenRow(t *testing.T) {
 		g.Expect(op.State).To(Equal(db.OperationCompleted))
 		g.Expect(op.GCExpiresAt).NotTo(BeZero(), "returned as written")
 	}
-	notified := map[received]int{}
-	for range 2 {
+	// Each notification says what the backend routes by, so that it reads no row.
+	change := func(id string, state db.OperationState) db.OperationChange {
+		return db.OperationChange{ID: id, State: state, ResourceType: db.OperationResourceApplication, ResourceID: app.ID}
+	}
+	nextChange := func() db.OperationChange {
 		var r received
 		g.Eventually(got, 5*time.Second).Should(Receive(&r))
-		notified[r]++
+		g.Expect(r.channel).To(Equal(notify.OperationChanged))
+		c, ok := db.ParseOperationChange(r.payload)
+		g.Expect(ok).To(BeTrue(), r.payload)
+		return c
 	}
-	g.Expect(notified).To(Equal(map[received]int{{notify.OperationChanged, ids[0]}: 1, {notify.OperationChanged, ids[1]}: 1}))
+	notified := map[db.OperationChange]int{}
+	for range 2 {
+		notified[nextChange()]++
+	}
+	g.Expect(notified).To(Equal(map[db.OperationChange]int{
+		change(ids[0], db.OperationCompleted): 1, change(ids[1], db.OperationCompleted): 1}))
 	g.Consistently(got, 200*time.Millisecond).ShouldNot(Receive(), "once per row")
 
 	missing := "00000000-0000-0000-0000-000000000000"
 	ops, err = store.UpdateOperationStates(ctx, bdb, ei.ID, []string{ids[0], missing}, db.OperationFailed, "no", notify.OperationChanged)
 	g.Expect(err).To(MatchError(db.ErrNotFound))
 	g.Expect(ops).To(HaveLen(1), "the existing one is updated all the same")
-	g.Eventually(got, 5*time.Second).Should(Receive(Equal(received{notify.OperationChanged, ids[0]})))
+	g.Expect(nextChange()).To(Equal(change(ids[0], db.OperationFailed)))
 
 	st := &db.ApplicationState{ApplicationID: app.ID, EngineInstanceID: ei.ID, Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced}
 	changed, err := store.RecordApplicationState(ctx, bdb, st, notify.ApplicationStateChanged)

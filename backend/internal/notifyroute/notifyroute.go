@@ -73,23 +73,34 @@ func (r *Router) Handle(ctx context.Context, channel, payload string) {
 	case notify.ApplicationStateChanged:
 		r.enqueueByUID(ctx, r.newDeploymentList(), &r.Deployments, payload, nil)
 	case notify.OperationChanged:
-		op, err := r.Operations.GetOperation(ctx, r.DB, payload)
-		if err != nil {
-			// Garbage-collected already, or a transient error: the periodic resync covers it.
-			r.Log.V(1).Info("operation notification not routed", "operation", payload, "error", err.Error())
-			return
-		}
-		if !op.State.Finished() {
+		change, ok := r.operationChange(ctx, payload)
+		if !ok || !change.State.Finished() {
 			return // progress of the cluster-agent changes nothing the backend shows
 		}
-		switch op.ResourceType {
+		switch change.ResourceType {
 		case db.OperationResourceApplication:
 			// Only a deployment being deleted waits for its Application operation.
-			r.enqueueByUID(ctx, r.newDeploymentList(), &r.Deployments, op.ResourceID, beingDeleted)
+			r.enqueueByUID(ctx, r.newDeploymentList(), &r.Deployments, change.ResourceID, beingDeleted)
 		case db.OperationResourceSyncOperation:
-			r.enqueueByUID(ctx, r.newSyncRunList(), &r.SyncRuns, op.ResourceID, nil)
+			r.enqueueByUID(ctx, r.newSyncRunList(), &r.SyncRuns, change.ResourceID, nil)
 		}
 	}
+}
+
+// operationChange is what an operation_changed payload says, read from the operation's
+// row when the payload is a bare id (a cluster-agent of an earlier version). ok is false
+// when the row cannot be read.
+func (r *Router) operationChange(ctx context.Context, payload string) (db.OperationChange, bool) {
+	if change, ok := db.ParseOperationChange(payload); ok {
+		return change, true
+	}
+	op, err := r.Operations.GetOperation(ctx, r.DB, payload)
+	if err != nil {
+		// Garbage-collected already, or a transient error: the periodic resync covers it.
+		r.Log.V(1).Info("operation notification not routed", "operation", payload, "error", err.Error())
+		return db.OperationChange{}, false
+	}
+	return db.OperationChange{ID: op.ID, State: op.State, ResourceType: op.ResourceType, ResourceID: op.ResourceID}, true
 }
 
 // Resync enqueues every GitOpsDeployment and SyncRun, runs the rebalancer and revives the
