@@ -21,6 +21,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
+	"github.com/gitops-service/gitops-service/backend/app"
 )
 
 func keyOf(namespace, name string) client.ObjectKey {
@@ -580,4 +581,57 @@ func TestABurstOfChangesCostsOneOperationCR(t *testing.T) {
 	h.g.Expect(cp.Client.List(h.ctx, crs, client.InNamespace(h.engine))).To(Succeed())
 	h.g.Expect(crs.Items).To(HaveLen(1), "one Operation CR for five changes")
 	h.g.Expect(crs.Items[0].Spec.OperationID).To(Equal(ops[0].ID), "the first change's")
+}
+
+// TestABurstOfDeploymentsSharesItsWritingTransactions: deployments created at once are
+// written together, several to a transaction with one raise of the signal, and each is
+// written as if alone: its row, its operation under the one Operation CR, and its status
+// once the cluster-agent reports.
+func TestABurstOfDeploymentsSharesItsWritingTransactions(t *testing.T) {
+	t.Parallel()
+	h := startBackend(t, func(o *app.Options) { o.MaxConcurrentReconciles = 8 })
+	const n = 40
+	before := h.transactions()
+	raisesBefore := h.statementCalls("with raised as %")
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			errs <- cp.Client.Create(h.ctx, &v1.GitOpsDeployment{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: h.tenant},
+				Spec: v1.GitOpsDeploymentSpec{
+					Source: v1.ApplicationSource{RepoURL: "https://github.com/example/gitops", Path: fmt.Sprintf("apps/%d", i)},
+					Type:   v1.GitOpsDeploymentSpecTypeAutomated,
+				},
+			})
+		}()
+	}
+	for range n {
+		h.g.Expect(<-errs).To(Succeed())
+	}
+	var ops []db.Operation
+	for i := range n {
+		depl := h.get(&v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: h.tenant}})
+		row := h.application(depl.UID)
+		h.g.Expect(row.Spec.Source.Path).To(Equal(fmt.Sprintf("apps/%d", i)))
+		h.g.Eventually(func() []db.Operation { return h.operations(db.OperationResourceApplication, string(depl.UID)) }, eventually, poll).Should(HaveLen(1))
+		ops = append(ops, h.operations(db.OperationResourceApplication, string(depl.UID))...)
+	}
+	for _, op := range ops {
+		h.signalled(op)
+	}
+	crs := &v1.OperationList{}
+	h.g.Expect(cp.Client.List(h.ctx, crs, client.InNamespace(h.engine))).To(Succeed())
+	h.g.Expect(crs.Items).To(HaveLen(1), "one Operation CR for the burst")
+	h.g.Expect(h.transactions()-before).To(BeNumerically("<", n), "deployments shared transactions")
+	h.g.Expect(h.statementCalls("with raised as %")-raisesBefore).To(BeNumerically("<", n), "transactions raised the signal once")
+
+	for i, op := range ops {
+		h.finish(op)
+		h.writeState(types.UID(op.ResourceID), &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: fmt.Sprintf("rev-%d", i)})
+	}
+	for i, op := range ops {
+		depl := h.get(&v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: h.tenant}})
+		h.g.Expect(string(depl.UID)).To(Equal(op.ResourceID))
+		h.g.Eventually(func() string { return h.get(depl).Status.Sync.Revision }, eventually, poll).Should(Equal(fmt.Sprintf("rev-%d", i)))
+	}
 }

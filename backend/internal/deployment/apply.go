@@ -29,8 +29,9 @@ type desired struct {
 	recordedRead bool
 }
 
-// apply writes the application row, mapping and operations of depl in one transaction,
-// then signals the cluster-agent. It returns the tenant (nil when it could not be
+// apply writes the application row, mapping and operations of depl in one transaction
+// (shared with the deployments reconciled at the same time), then signals the
+// cluster-agent. It returns the tenant (nil when it could not be
 // resolved) and what depl asks for (nil when it could not be resolved). User errors leave
 // the existing rows untouched: a running deployment keeps running until the user fixes the
 // spec. unseen says that depl was created since the controller started watching, and has
@@ -53,7 +54,10 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment, unsee
 		ops     []*db.Operation
 		written bool
 	)
-	err := r.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	// Written together with the deployments reconciled at the same time (a burst shares
+	// the transaction and one raise of the signal), so this may run more than once.
+	err := r.writer().Run(ctx, func(ctx context.Context, tx bun.Tx) error {
+		ops, written = nil, false
 		var err error
 		if tenant, err = r.Tenancy.Tenant(ctx, tx, depl.Namespace); err != nil {
 			return err

@@ -35,6 +35,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend/internal/opsignal"
 	"github.com/gitops-service/gitops-service/backend/internal/syncrun"
 	"github.com/gitops-service/gitops-service/backend/internal/tenancy"
+	"github.com/gitops-service/gitops-service/backend/internal/txbatch"
 	"github.com/gitops-service/gitops-service/backend/internal/watches"
 )
 
@@ -79,6 +80,16 @@ type Reconciler struct {
 	// initial list), until their first reconcile: no application row can exist for them
 	// yet, so that reconcile writes it without first looking for it.
 	unseen sync.Map // types.NamespacedName → struct{}
+
+	writes     *txbatch.Batcher
+	writesOnce sync.Once
+}
+
+// writer shares the writing transactions of concurrent reconciles, with one raise of the
+// signal per transaction.
+func (r *Reconciler) writer() *txbatch.Batcher {
+	r.writesOnce.Do(func() { r.writes = &txbatch.Batcher{DB: r.DB, Shared: r.Signal.Deferring} })
+	return r.writes
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeployments,verbs=get;list;watch;patch

@@ -59,10 +59,50 @@ func (s *Signaller) Row(ctx context.Context, idb bun.IDB, engine *db.EngineInsta
 	if err := s.Store.CreateOperation(ctx, idb, op); err != nil {
 		return nil, fmt.Errorf("creating %s operation: %w", resourceType, err)
 	}
+	if d, ok := ctx.Value(deferredKey{}).(*deferred); ok {
+		d.ops = append(d.ops, op)
+		return op, nil
+	}
 	if _, err := s.Store.RaiseSignal(ctx, idb, op); err != nil {
 		return nil, fmt.Errorf("signalling %s operation: %w", resourceType, err)
 	}
 	return op, nil
+}
+
+// deferred holds the operations Row wrote in one transaction without raising their
+// signals.
+type deferred struct{ ops []*db.Operation }
+
+type deferredKey struct{}
+
+// Deferring is a txbatch.Batcher's Shared: Row, with a context from join, leaves the
+// signals of the operations it writes to finish, which raises each engine instance's
+// once for all of them at the end of the transaction. Until the commit the signal is as
+// its one raise found it: its shared lock is held, so nobody takes it down.
+func (s *Signaller) Deferring() (join func(context.Context) context.Context, finish func(context.Context, bun.Tx) error) {
+	d := &deferred{}
+	join = func(ctx context.Context) context.Context { return context.WithValue(ctx, deferredKey{}, d) }
+	finish = func(ctx context.Context, tx bun.Tx) error { return s.raiseOnce(ctx, tx, d.ops) }
+	return join, finish
+}
+
+// raiseOnce raises the signal of each engine instance of ops once, for the first of its
+// operations, and marks the others as that raise found the signal: covered when this
+// transaction raised it (the first one's caller creates the CR) or its CR existed.
+func (s *Signaller) raiseOnce(ctx context.Context, tx bun.IDB, ops []*db.Operation) error {
+	first := map[string]*db.Operation{}
+	for _, op := range ops {
+		raiser, seen := first[op.EngineInstanceID]
+		if !seen {
+			if _, err := s.Store.RaiseSignal(ctx, tx, op); err != nil {
+				return fmt.Errorf("signalling %s operation: %w", op.ResourceType, err)
+			}
+			first[op.EngineInstanceID] = op
+			continue
+		}
+		op.Signalled, op.CoveredBySignal = false, raiser.Signalled || raiser.CoveredBySignal
+	}
+	return nil
 }
 
 // CRs makes sure, after the transaction that wrote ops committed, that the signal of each
