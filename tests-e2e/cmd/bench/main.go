@@ -42,6 +42,7 @@ import (
 type config struct {
 	N                 int
 	Sizes             []int
+	Repeat            int
 	Namespaces        int
 	Concurrency       int
 	WriterConcurrency int
@@ -65,6 +66,7 @@ func main() {
 	var reportOnly bool
 	flag.IntVar(&cfg.N, "n", 1000, "GitOpsDeployments (and floor Applications) of the main run: P1 to P4 run at this size. The documented full run uses -n 10000.")
 	flag.StringVar(&sizes, "sizes", "", "Comma-separated sizes to run P1 at as well (e.g. 1000,2000,5000,10000), each on a fresh stack; default only -n.")
+	flag.IntVar(&cfg.Repeat, "repeat", 1, "P1: runs at each size, each on a fresh stack; the report gives the median and range of the ratios (P2 to P4 run in the first run at -n only).")
 	flag.IntVar(&cfg.Namespaces, "namespaces", 100, "Tenant namespaces to spread the GitOpsDeployments over.")
 	flag.IntVar(&cfg.Concurrency, "concurrency", 16, "Parallel creating clients, the same for the floor and the pipeline.")
 	flag.IntVar(&cfg.WriterConcurrency, "writer-concurrency", 16, "Parallel status writes of the Argo CD stand-in, the same for the floor and the pipeline.")
@@ -90,8 +92,8 @@ func main() {
 	if cfg.Sizes, err = parseSizes(sizes, cfg.N); err == nil {
 		cfg.Phases, err = parsePhases(phases)
 	}
-	if err == nil && (cfg.N <= 0 || cfg.Namespaces <= 0 || cfg.Concurrency <= 0 || cfg.WriterConcurrency <= 0) {
-		err = errors.New("-n, -namespaces, -concurrency and -writer-concurrency must be positive")
+	if err == nil && (cfg.N <= 0 || cfg.Repeat <= 0 || cfg.Namespaces <= 0 || cfg.Concurrency <= 0 || cfg.WriterConcurrency <= 0) {
+		err = errors.New("-n, -repeat, -namespaces, -concurrency and -writer-concurrency must be positive")
 	}
 	if err == nil {
 		err = run(cfg)
@@ -150,13 +152,18 @@ func run(cfg config) error {
 		if !cfg.Phases["p1"] {
 			sizes = []int{cfg.N} // P4 alone: one stack, no deployments
 		}
-		for _, size := range sizes {
-			if err := runSize(ctx, cfg, stackDir, size, res); err != nil {
-				if size == cfg.N {
-					return errors.Join(err, report(cfg, res))
+		for run := range cfg.Repeat {
+			for _, size := range sizes {
+				if err := runSize(ctx, cfg, stackDir, size, run, res); err != nil {
+					if size == cfg.N && run == 0 {
+						return errors.Join(err, report(cfg, res))
+					}
+					progress("N = %d failed: %v", size, err)
+					res.Throughput = append(res.Throughput, Throughput{N: size, Run: run, Error: err.Error()})
 				}
-				progress("N = %d failed: %v", size, err)
-				res.Throughput = append(res.Throughput, Throughput{N: size, Error: err.Error()})
+			}
+			if !cfg.Phases["p1"] {
+				break
 			}
 		}
 	}
@@ -167,10 +174,11 @@ func run(cfg config) error {
 	return report(cfg, res)
 }
 
-// runSize starts a fresh stack and runs P1 at size, and at the main size P2 to P4 too.
-func runSize(ctx context.Context, cfg config, stackDir string, size int, res *Result) (err error) {
-	main := size == cfg.N
-	progress("N = %d: starting a fresh stack", size)
+// runSize starts a fresh stack and runs P1 at size, and in the first run (run 0) at the
+// main size P2 to P4 too.
+func runSize(ctx context.Context, cfg config, stackDir string, size, run int, res *Result) (err error) {
+	main := size == cfg.N && run == 0
+	progress("N = %d, run %d of %d: starting a fresh stack", size, run+1, cfg.Repeat)
 	var args map[string][]string
 	if cfg.SweepInterval > 0 {
 		sweep := "--sweep-interval=" + cfg.SweepInterval.String()
@@ -199,7 +207,7 @@ func runSize(ctx context.Context, cfg config, stackDir string, size int, res *Re
 	if err != nil {
 		return err
 	}
-	tp.Main = main
+	tp.Main, tp.Run = main, run
 	res.Throughput = append(res.Throughput, *tp)
 	if !main {
 		return nil

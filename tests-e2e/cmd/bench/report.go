@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,7 @@ type Result struct {
 type ResultConfig struct {
 	N                 int      `json:"n"`
 	Sizes             []int    `json:"sizes"`
+	Repeat            int      `json:"repeat,omitempty"`
 	Namespaces        int      `json:"namespaces"`
 	Concurrency       int      `json:"concurrency"`
 	WriterConcurrency int      `json:"writerConcurrency"`
@@ -37,7 +39,7 @@ type ResultConfig struct {
 }
 
 func resultConfig(cfg config) ResultConfig {
-	rc := ResultConfig{N: cfg.N, Sizes: cfg.Sizes, Namespaces: cfg.Namespaces, Concurrency: cfg.Concurrency,
+	rc := ResultConfig{N: cfg.N, Sizes: cfg.Sizes, Repeat: cfg.Repeat, Namespaces: cfg.Namespaces, Concurrency: cfg.Concurrency,
 		WriterConcurrency: cfg.WriterConcurrency, LatencySamples: cfg.LatencySamples,
 		SettleSeconds: cfg.Settle.Seconds(), IdleWindowSeconds: cfg.IdleWindow.Seconds()}
 	for _, p := range allPhases {
@@ -50,10 +52,12 @@ func resultConfig(cfg config) ResultConfig {
 
 // Throughput is P1 at one size.
 type Throughput struct {
-	N          int    `json:"n"`
-	Namespaces int    `json:"namespaces"`
-	Main       bool   `json:"main,omitempty"`
-	Error      string `json:"error,omitempty"`
+	N          int  `json:"n"`
+	Namespaces int  `json:"namespaces"`
+	Main       bool `json:"main,omitempty"`
+	// Run numbers the runs at this size (-repeat), from 0.
+	Run   int    `json:"run,omitempty"`
+	Error string `json:"error,omitempty"`
 	// From the first create until all N Applications existed, and until all N showed the
 	// status the writer wrote: the floor (Applications created directly) and the pipeline
 	// (GitOpsDeployments; statuses on the GitOpsDeployments).
@@ -177,10 +181,12 @@ func rewriteReport(cfg config) error {
 	return report(cfg, res)
 }
 
+// okThroughput returns the successful entries of the first run, by size: the scaling
+// chart's points.
 func okThroughput(tps []Throughput) []Throughput {
 	var out []Throughput
 	for _, tp := range tps {
-		if tp.Error == "" {
+		if tp.Error == "" && tp.Run == 0 {
 			out = append(out, tp)
 		}
 	}
@@ -292,8 +298,15 @@ func markdown(res *Result, charts []string) string {
 				fmt.Fprintf(&b, "| %d | error: %s | | | |\n", tp.N, tp.Error)
 				continue
 			}
-			fmt.Fprintf(&b, "| %d | %.2f / %.2f s | %.2f / %.2f s | %.2f× / %.2f× | %.1f |\n", tp.N, tp.FloorAppsSeconds, tp.FloorStatusSeconds,
+			fmt.Fprintf(&b, "| %s | %.2f / %.2f s | %.2f / %.2f s | %.2f× / %.2f× | %.1f |\n", sizeAndRun(tp, c.Repeat), tp.FloorAppsSeconds, tp.FloorStatusSeconds,
 				tp.PipelineAppsSeconds, tp.PipelineStatusSeconds, tp.AppsRatio, tp.StatusRatio, tp.StatementsPerDeployment)
+		}
+	}
+	if c.Repeat > 1 {
+		fmt.Fprintf(&b, "\nP1 over %d runs at each size, median (range) of the ratio to the floor of the same run:\n\n"+
+			"| N | runs | Applications | statuses | median ≤ %.1f× |\n| --- | --- | --- | --- | --- |\n", c.Repeat, targetRatio)
+		for _, s := range ratioSpreads(res.Throughput) {
+			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s |\n", s.N, s.Runs, s.Apps, s.Status, met(s.Apps.Median <= targetRatio && s.Status.Median <= targetRatio))
 		}
 	}
 	if len(charts) > 0 {
@@ -357,4 +370,47 @@ func cpuPerDeployment(pipeline, floor map[string]float64, n int) string {
 		floorTotal += floor[p]
 	}
 	return strings.Join(append(parts, fmt.Sprintf("total %.1f / %.1f ms", ms(total), ms(floorTotal))), ", ")
+}
+
+func sizeAndRun(tp Throughput, repeat int) string {
+	if repeat <= 1 {
+		return fmt.Sprint(tp.N)
+	}
+	return fmt.Sprintf("%d (run %d)", tp.N, tp.Run+1)
+}
+
+// spread is the median and range of a ratio over runs.
+type spread struct{ Median, Min, Max float64 }
+
+func (s spread) String() string { return fmt.Sprintf("%.2f× (%.2f–%.2f)", s.Median, s.Min, s.Max) }
+
+func spreadOf(vs []float64) spread {
+	slices.Sort(vs)
+	median := vs[len(vs)/2]
+	if len(vs)%2 == 0 {
+		median = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+	}
+	return spread{Median: median, Min: vs[0], Max: vs[len(vs)-1]}
+}
+
+// ratioSpread is how the ratios to the floor spread over the successful runs at one size.
+type ratioSpread struct {
+	N, Runs      int
+	Apps, Status spread
+}
+
+// ratioSpreads returns the spread of the ratios at each size with a successful run, by size.
+func ratioSpreads(tps []Throughput) []ratioSpread {
+	apps, statuses := map[int][]float64{}, map[int][]float64{}
+	for _, tp := range tps {
+		if tp.Error == "" {
+			apps[tp.N] = append(apps[tp.N], tp.AppsRatio)
+			statuses[tp.N] = append(statuses[tp.N], tp.StatusRatio)
+		}
+	}
+	var out []ratioSpread
+	for _, n := range slices.Sorted(maps.Keys(apps)) {
+		out = append(out, ratioSpread{N: n, Runs: len(apps[n]), Apps: spreadOf(apps[n]), Status: spreadOf(statuses[n])})
+	}
+	return out
 }
