@@ -27,8 +27,10 @@ const (
 // GitOpsDeployment's status: sync status and health (one Event for both, as they usually
 // change together), the end of a sync operation, and each condition raised or resolved.
 // Unchanged fields record nothing, so a status write that repeats itself is silent, and so
-// is the first status of a new deployment while nothing is known (Unknown): Events cost
-// API writes, and that one says nothing.
+// is Argo CD's first report of a new deployment: it is the news of the Ready condition
+// (with the reason and message of what it found), and an Event would only repeat it at the
+// cost of an API write for every deployment. Failures in it have Events of their own (the
+// error conditions, a failed sync operation).
 func recordTransitions(rec record.EventRecorder, depl *v1.GitOpsDeployment, before *v1.GitOpsDeploymentStatus) {
 	if rec == nil {
 		return
@@ -36,21 +38,21 @@ func recordTransitions(rec record.EventRecorder, depl *v1.GitOpsDeployment, befo
 	after := &depl.Status
 	var parts []string
 	reason, eventType := "", corev1.EventTypeNormal
-	if s := after.Sync.Status; changed(string(before.Sync.Status), string(s), string(v1.SyncStatusCodeUnknown)) {
+	if s := after.Sync.Status; changed(string(before.Sync.Status), string(s)) {
 		reason = EventSyncStatusChanged
 		if s == v1.SyncStatusCodeOutOfSync {
 			eventType = corev1.EventTypeWarning
 		}
-		parts = append(parts, fmt.Sprintf("Sync status %s → %s%s", orNone(string(before.Sync.Status)), s, atRevision(after.Sync.Revision)))
+		parts = append(parts, fmt.Sprintf("Sync status %s → %s%s", before.Sync.Status, s, atRevision(after.Sync.Revision)))
 	}
-	if h := after.Health.Status; changed(string(before.Health.Status), string(h), string(v1.HealthStatusCodeUnknown)) {
+	if h := after.Health.Status; changed(string(before.Health.Status), string(h)) {
 		if reason == "" {
 			reason = EventHealthStatusChanged
 		}
 		if h == v1.HealthStatusCodeDegraded || h == v1.HealthStatusCodeMissing {
 			eventType = corev1.EventTypeWarning
 		}
-		msg := fmt.Sprintf("health %s → %s", orNone(string(before.Health.Status)), h)
+		msg := fmt.Sprintf("health %s → %s", before.Health.Status, h)
 		if after.Health.Message != "" {
 			msg += ": " + after.Health.Message
 		}
@@ -95,17 +97,9 @@ func recordTransitions(rec record.EventRecorder, depl *v1.GitOpsDeployment, befo
 	}
 }
 
-// changed says whether a status field went from before to a new value worth an Event: set,
-// different, and not the first value when that is unknown.
-func changed(before, after, unknown string) bool {
-	return after != "" && after != before && (before != "" || after != unknown)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
+// changed says whether a status field went from a reported value to another one.
+func changed(before, after string) bool {
+	return before != "" && after != "" && after != before
 }
 
 func atRevision(rev string) string {

@@ -28,10 +28,25 @@ func TestRecordTransitionsOfSyncAndHealth(t *testing.T) {
 		want          []string
 	}{
 		{
-			// The first status of a new deployment, while Argo CD knows nothing: an Event
-			// would cost an API write and say nothing.
-			name:  "first status is Unknown and Unknown",
+			// Argo CD's first report is the Ready condition's news: an Event would repeat it
+			// at the cost of an API write for every deployment.
+			name:  "first report: Unknown and Unknown",
 			after: status{Sync: sync(v1.SyncStatusCodeUnknown, ""), Health: health(v1.HealthStatusCodeUnknown, "")},
+		},
+		{
+			name:  "first report: synced and healthy",
+			after: status{Sync: sync(v1.SyncStatusCodeSynced, rev), Health: health(v1.HealthStatusCodeHealthy, "")},
+		},
+		{
+			// Its failures have Events of their own: the error conditions, the sync operation.
+			name:  "first report: out of sync and degraded",
+			after: status{Sync: sync(v1.SyncStatusCodeOutOfSync, rev), Health: health(v1.HealthStatusCodeDegraded, "deployment has no ready replicas")},
+		},
+		{
+			name:   "first report of the health only, the sync status known",
+			before: status{Sync: sync(v1.SyncStatusCodeOutOfSync, rev)},
+			after:  status{Sync: sync(v1.SyncStatusCodeSynced, rev), Health: health(v1.HealthStatusCodeProgressing, "")},
+			want:   []string{"Normal SyncStatusChanged Sync status OutOfSync → Synced at revision 0123456789ab"},
 		},
 		{
 			name:   "nothing changed",
@@ -41,9 +56,10 @@ func TestRecordTransitionsOfSyncAndHealth(t *testing.T) {
 		{
 			// Both changed: one Event, named after the sync status, Warning for OutOfSync
 			// and Degraded; the revision is shortened to 12 characters.
-			name:  "first report: out of sync and degraded",
-			after: status{Sync: sync(v1.SyncStatusCodeOutOfSync, rev), Health: health(v1.HealthStatusCodeDegraded, "deployment has no ready replicas")},
-			want:  []string{"Warning SyncStatusChanged Sync status (none) → OutOfSync at revision 0123456789ab; health (none) → Degraded: deployment has no ready replicas"},
+			name:   "out of sync and degraded",
+			before: status{Sync: sync(v1.SyncStatusCodeSynced, rev), Health: health(v1.HealthStatusCodeHealthy, "")},
+			after:  status{Sync: sync(v1.SyncStatusCodeOutOfSync, rev), Health: health(v1.HealthStatusCodeDegraded, "deployment has no ready replicas")},
+			want:   []string{"Warning SyncStatusChanged Sync status Synced → OutOfSync at revision 0123456789ab; health Healthy → Degraded: deployment has no ready replicas"},
 		},
 		{
 			name:   "recovery is Normal",
@@ -234,9 +250,12 @@ func TestRecordTransitionsRecordsEachKindOnce(t *testing.T) {
 		Conditions: []v1.GitOpsDeploymentCondition{{Type: v1.GitOpsDeploymentConditionSyncError, Status: v1.GitOpsConditionStatusTrue,
 			Reason: v1.GitOpsDeploymentReasonSyncError, Message: "apply failed"}},
 	}}
-	recordTransitions(rec, depl, &v1.GitOpsDeploymentStatus{})
+	recordTransitions(rec, depl, &v1.GitOpsDeploymentStatus{
+		Sync:   v1.SyncStatus{Status: v1.SyncStatusCodeSynced, Revision: "abc"},
+		Health: v1.HealthStatus{Status: v1.HealthStatusCodeHealthy},
+	})
 	g.Expect(testenv.Recorded(rec)).To(Equal([]string{
-		"Warning SyncStatusChanged Sync status (none) → OutOfSync at revision abc; health (none) → Degraded",
+		"Warning SyncStatusChanged Sync status Synced → OutOfSync at revision abc; health Healthy → Degraded",
 		"Warning SyncOperation Sync operation Failed: apply failed",
 		"Warning SyncError apply failed",
 	}))
@@ -247,7 +266,7 @@ func TestChangedIsWorthAnEvent(t *testing.T) {
 		name, before, after string
 		want                bool
 	}{
-		{"first value, known", "", "Synced", true},
+		{"first value: the Ready condition says it", "", "Synced", false},
 		{"first value, unknown", "", "Unknown", false},
 		{"unknown after a known value", "Synced", "Unknown", true},
 		{"the same value", "Synced", "Synced", false},
@@ -257,7 +276,7 @@ func TestChangedIsWorthAnEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := changed(tt.before, tt.after, "Unknown"); got != tt.want {
+			if got := changed(tt.before, tt.after); got != tt.want {
 				t.Errorf("changed(%q, %q) = %v, want %v", tt.before, tt.after, got, tt.want)
 			}
 		})

@@ -351,7 +351,7 @@ func scalingChart(tps []Throughput) chart {
 			mk("floor: statuses written", 2, false, func(tp Throughput) float64 { return tp.FloorStatusSeconds }),
 			mk("pipeline: Applications exist", 1, false, func(tp Throughput) float64 { return tp.PipelineAppsSeconds }),
 			mk("pipeline: statuses populated", 3, false, func(tp Throughput) float64 { return tp.PipelineStatusSeconds }),
-			mk("target: 1.3 x floor statuses", 4, true, func(tp Throughput) float64 { return targetRatio * tp.FloorStatusSeconds }),
+			mk(fmt.Sprintf("target: %.1f x floor statuses", targetRatio), 4, true, func(tp Throughput) float64 { return targetRatio * tp.FloorStatusSeconds }),
 		}}
 }
 
