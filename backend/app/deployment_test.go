@@ -569,18 +569,32 @@ func TestABurstOfChangesCostsOneOperationCR(t *testing.T) {
 	for i := range 5 {
 		depl := h.newDeployment(fmt.Sprintf("app-%d", i), v1.GitOpsDeploymentSpecTypeAutomated)
 		h.application(depl.UID)
-		h.g.Eventually(func() []db.Operation {
-			return h.operations(db.OperationResourceApplication, string(depl.UID))
-		}, eventually, poll).Should(HaveLen(1))
-		ops = append(ops, h.operations(db.OperationResourceApplication, string(depl.UID))...)
+		ops = append(ops, h.onlyOperation(depl.UID))
 	}
+	h.g.Expect(h.oneOperationCR(ops).Spec.OperationID).To(Equal(ops[0].ID), "the first change's")
+}
+
+// onlyOperation waits until the deployment with uid has its one Application operation, and
+// returns it.
+func (h *harness) onlyOperation(uid types.UID) db.Operation {
+	h.t.Helper()
+	h.g.Eventually(func() []db.Operation {
+		return h.operations(db.OperationResourceApplication, string(uid))
+	}, eventually, poll).Should(HaveLen(1))
+	return h.operations(db.OperationResourceApplication, string(uid))[0]
+}
+
+// oneOperationCR waits until an Operation CR stands for each of ops, and returns the one
+// Operation CR of the engine namespace: the burst's.
+func (h *harness) oneOperationCR(ops []db.Operation) v1.Operation {
+	h.t.Helper()
 	for _, op := range ops {
 		h.signalled(op)
 	}
 	crs := &v1.OperationList{}
 	h.g.Expect(cp.Client.List(h.ctx, crs, client.InNamespace(h.engine))).To(Succeed())
-	h.g.Expect(crs.Items).To(HaveLen(1), "one Operation CR for five changes")
-	h.g.Expect(crs.Items[0].Spec.OperationID).To(Equal(ops[0].ID), "the first change's")
+	h.g.Expect(crs.Items).To(HaveLen(1), "one Operation CR for %d changes", len(ops))
+	return crs.Items[0]
 }
 
 // TestABurstOfDeploymentsSharesItsWritingTransactions: deployments created at once are
@@ -613,15 +627,9 @@ func TestABurstOfDeploymentsSharesItsWritingTransactions(t *testing.T) {
 		depl := h.get(&v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: h.tenant}})
 		row := h.application(depl.UID)
 		h.g.Expect(row.Spec.Source.Path).To(Equal(fmt.Sprintf("apps/%d", i)))
-		h.g.Eventually(func() []db.Operation { return h.operations(db.OperationResourceApplication, string(depl.UID)) }, eventually, poll).Should(HaveLen(1))
-		ops = append(ops, h.operations(db.OperationResourceApplication, string(depl.UID))...)
+		ops = append(ops, h.onlyOperation(depl.UID))
 	}
-	for _, op := range ops {
-		h.signalled(op)
-	}
-	crs := &v1.OperationList{}
-	h.g.Expect(cp.Client.List(h.ctx, crs, client.InNamespace(h.engine))).To(Succeed())
-	h.g.Expect(crs.Items).To(HaveLen(1), "one Operation CR for the burst")
+	h.oneOperationCR(ops)
 	h.g.Expect(h.transactions()-before).To(BeNumerically("<", n), "deployments shared transactions")
 	h.g.Expect(h.statementCalls("with raised as %")-raisesBefore).To(BeNumerically("<", n), "transactions raised the signal once")
 
