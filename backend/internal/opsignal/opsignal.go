@@ -88,7 +88,9 @@ func (s *Signaller) Deferring() (join func(context.Context) context.Context, fin
 
 // raiseOnce raises the signal of each engine instance of ops once, for the first of its
 // operations, and marks the others as that raise found the signal: covered when this
-// transaction raised it (the first one's caller creates the CR) or its CR existed.
+// transaction raised it (the first one's caller creates the CR after the commit, and its
+// reconcile retries until it has) or its CR existed; else each caller checks after the
+// commit, as it would have in a transaction of its own.
 func (s *Signaller) raiseOnce(ctx context.Context, tx bun.IDB, ops []*db.Operation) error {
 	first := map[string]*db.Operation{}
 	for _, op := range ops {
