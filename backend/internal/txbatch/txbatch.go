@@ -21,7 +21,10 @@ import (
 // must set, not accumulate, what it leaves for its caller.
 type Work func(ctx context.Context, tx bun.Tx) error
 
-// Batcher runs Work in shared transactions, one transaction at a time.
+// Batcher runs Work in shared transactions, one transaction at a time. The work runs in
+// its callers' goroutines: the caller that finds no transaction being written writes the
+// next one, with the work of every caller queued by then, and hands the writing of the
+// one after to the first caller still queued.
 type Batcher struct {
 	DB *bun.DB
 	// Shared, if set, is called once per transaction: join gives each caller's context
@@ -29,47 +32,61 @@ type Batcher struct {
 	// it, before the commit.
 	Shared func() (join func(context.Context) context.Context, finish func(context.Context, bun.Tx) error)
 
-	mu       sync.Mutex
-	queue    []*call
-	draining bool
+	mu      sync.Mutex
+	queue   []*call
+	writing bool
 }
 
 type call struct {
 	ctx  context.Context
 	work Work
-	done chan error
+	// done receives the call's result, or its turn to write the queue.
+	done chan outcome
+}
+
+type outcome struct {
+	err  error
+	lead bool
 }
 
 // Run runs work in a transaction, shared with the callers waiting at the same time, and
 // returns once that transaction committed (nil) or work failed (its error, from a
 // transaction of its own: another caller's failure is never this caller's).
 func (b *Batcher) Run(ctx context.Context, work Work) error {
-	c := &call{ctx: ctx, work: work, done: make(chan error, 1)}
+	c := &call{ctx: ctx, work: work, done: make(chan outcome, 1)}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
-	start := !b.draining
-	b.draining = true
+	lead := !b.writing
+	b.writing = true
 	b.mu.Unlock()
-	if start {
-		go b.drain()
+	for {
+		if lead {
+			b.writeNext()
+		}
+		o := <-c.done
+		if !o.lead {
+			return o.err
+		}
+		lead = true
 	}
-	return <-c.done
 }
 
-// drain writes the queued calls, all of them in each transaction, until none is left.
-func (b *Batcher) drain() {
-	for {
-		b.mu.Lock()
-		batch := b.queue
-		b.queue = nil
-		if len(batch) == 0 {
-			b.draining = false
-			b.mu.Unlock()
-			return
-		}
-		b.mu.Unlock()
-		b.write(batch)
+// writeNext writes the queued calls in one transaction, then hands the writing to the
+// first call still queued (maybe the writer's own, put back after another's failure), or
+// ends it.
+func (b *Batcher) writeNext() {
+	b.mu.Lock()
+	batch := b.queue
+	b.queue = nil
+	b.mu.Unlock()
+	b.write(batch)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		b.writing = false
+		return
 	}
+	b.queue[0].done <- outcome{lead: true}
 }
 
 // write commits batch in one transaction. When one call's work fails, that call runs again
@@ -78,14 +95,14 @@ func (b *Batcher) drain() {
 func (b *Batcher) write(batch []*call) {
 	if len(batch) == 1 {
 		_, err := b.transaction(batch)
-		batch[0].done <- err
+		batch[0].done <- outcome{err: err}
 		return
 	}
 	failed, err := b.transaction(batch)
 	switch {
 	case err == nil:
 		for _, c := range batch {
-			c.done <- nil
+			c.done <- outcome{}
 		}
 	case failed >= 0:
 		b.requeue(append(batch[:failed:failed], batch[failed+1:]...))

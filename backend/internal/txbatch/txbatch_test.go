@@ -69,7 +69,7 @@ func (f *fixture) holdFirst(callers map[string]Work) {
 		<-f.release
 		return write("first")(ctx, tx)
 	})
-	f.g.Eventually(func() bool { f.b.mu.Lock(); defer f.b.mu.Unlock(); return f.b.draining && len(f.b.queue) == 0 }, 5*time.Second).Should(BeTrue())
+	f.g.Eventually(func() bool { f.b.mu.Lock(); defer f.b.mu.Unlock(); return f.b.writing && len(f.b.queue) == 0 }, 5*time.Second).Should(BeTrue())
 	for caller, work := range callers {
 		f.run(caller, work)
 	}
