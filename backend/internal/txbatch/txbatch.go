@@ -142,7 +142,7 @@ func (b *Batcher) transaction(batch []*call) (failed int, err error) {
 		if finish == nil {
 			return nil
 		}
-		return finish(join(txCtx), tx)
+		return run(join(txCtx), tx, finish)
 	})
 	if err == nil {
 		failed = -1
@@ -154,7 +154,7 @@ func (b *Batcher) transaction(batch []*call) (failed int, err error) {
 var errPanic = errors.New("panic")
 
 // run runs work, turning a panic into its error: the batch's other calls, and the process,
-// go on.
+// go on, and the writing passes on to the next caller.
 func run(ctx context.Context, tx bun.Tx, work Work) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

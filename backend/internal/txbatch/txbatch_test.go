@@ -153,14 +153,23 @@ func TestAFailingWorkFailsAloneAndTheOthersCommit(t *testing.T) {
 	f.g.Expect(runs["panics"]).To(BeNumerically(">=", 2))
 }
 
-func TestAFailedCommitRunsEachCallerAlone(t *testing.T) {
+func TestAFailedSharedPartRunsEachCallerAlone(t *testing.T) {
+	for name, fail := range map[string]func() error{
+		"an error": func() error { return errors.New("the shared part failed") },
+		"a panic":  func() error { panic("the shared part panicked") },
+	} {
+		t.Run(name, func(t *testing.T) { testFailedSharedPart(t, fail) })
+	}
+}
+
+func testFailedSharedPart(t *testing.T, fail func() error) {
 	f := newFixture(t)
 	finishes := 0
 	f.b.Shared = func() (func(context.Context) context.Context, func(context.Context, bun.Tx) error) {
 		return func(ctx context.Context) context.Context { return ctx }, func(context.Context, bun.Tx) error {
 			finishes++
 			if finishes == 2 {
-				return errors.New("the shared part failed")
+				return fail()
 			}
 			return nil
 		}
