@@ -192,10 +192,10 @@ func TestANewDeploymentIsWrittenWithoutLookingForItsRow(t *testing.T) {
 	before := h.appliedReads()
 	depl := h.newDeployment("app", v1.GitOpsDeploymentSpecTypeAutomated)
 	h.application(depl.UID)
-	h.g.Eventually(func() []db.Operation { return h.operations(db.OperationResourceApplication, string(depl.UID)) }, eventually, poll).Should(HaveLen(1))
+	op := h.onlyOperation(depl.UID)
 	h.g.Expect(h.appliedReads()).To(Equal(before), "the first reconcile looked for the row")
 
-	h.finish(h.operations(db.OperationResourceApplication, string(depl.UID))[0])
+	h.finish(op)
 	h.writeState(depl.UID, &db.ApplicationState{Health: db.HealthHealthy, SyncStatus: db.SyncStatusSynced, Revision: "abc"})
 	h.g.Eventually(func() string { return h.get(depl).Status.Sync.Revision }, eventually, poll).Should(Equal("abc"))
 	h.g.Expect(h.appliedReads()).To(BeNumerically(">", before), "the status-bringing reconcile reads the row it wrote")

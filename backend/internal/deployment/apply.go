@@ -56,7 +56,7 @@ func (r *Reconciler) apply(ctx context.Context, depl *v1.GitOpsDeployment, unsee
 	)
 	// Written together with the deployments reconciled at the same time (a burst shares
 	// the transaction and one raise of the signal), so this may run more than once.
-	err := r.writer().Run(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := r.writes.Run(ctx, func(ctx context.Context, tx bun.Tx) error {
 		ops, written = nil, false
 		var err error
 		if tenant, err = r.Tenancy.Tenant(ctx, tx, depl.Namespace); err != nil {

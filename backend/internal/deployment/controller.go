@@ -81,15 +81,9 @@ type Reconciler struct {
 	// yet, so that reconcile writes it without first looking for it.
 	unseen sync.Map // types.NamespacedName → struct{}
 
-	writes     *txbatch.Batcher
-	writesOnce sync.Once
-}
-
-// writer shares the writing transactions of concurrent reconciles, with one raise of the
-// signal per transaction.
-func (r *Reconciler) writer() *txbatch.Batcher {
-	r.writesOnce.Do(func() { r.writes = &txbatch.Batcher{DB: r.DB, Shared: r.Signal.Deferring} })
-	return r.writes
+	// writes shares the writing transactions of concurrent reconciles, with one raise of
+	// the signal per transaction; set up with the controller.
+	writes *txbatch.Batcher
 }
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeployments,verbs=get;list;watch;patch
@@ -100,6 +94,7 @@ func (r *Reconciler) writer() *txbatch.Batcher {
 // SetupWithManager registers the controller (the cache must have the indexes of package
 // indexes).
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
+	r.writes = &txbatch.Batcher{DB: r.DB, Shared: r.Signal.Deferring}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.GitOpsDeployment{}, builder.WithPredicates(r.noteCreations(), specOrLifecycleChanged{})).
 		// An environment connecting, changing or going away changes its deployments.
