@@ -157,9 +157,10 @@ func ParseOperationChange(payload string) (change OperationChange, ok bool) {
 // UpdateOperationStates records an engine instance's progress on some of its operations,
 // in one statement that also publishes each updated operation's OperationChange on
 // notifyChannel (the cluster-agent passes notify.OperationChanged, which wakes the
-// backend): the change and its notifications commit together, in one round trip. Finishing an operation (Completed,
-// Failed) starts its garbage-collection clock. It returns the updated rows; an id that
-// names no operation of the instance is ErrNotFound (the others are updated all the same).
+// backend): the change and its notifications commit together, in one round trip.
+// Finishing an operation (Completed, Failed) starts its garbage-collection clock. It
+// returns the updated rows; an id that names no operation of the instance is ErrNotFound
+// (the others are updated all the same).
 func (s *Store) UpdateOperationStates(ctx context.Context, idb bun.IDB, engineInstanceID string, ids []string, state OperationState, humanReadable, notifyChannel string) ([]Operation, error) {
 	if len(ids) == 0 {
 		return nil, nil

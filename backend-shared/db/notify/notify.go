@@ -1,8 +1,8 @@
 // Package notify carries PostgreSQL LISTEN/NOTIFY signals between the components: the
 // cluster-agent announces "application state changed" and "operation changed", and every
 // backend replica listens, so status follows Argo CD without polling. Payloads are ids,
-// but for operation_changed's, which says what a receiver needs to route the change
-// (db.OperationChange); receivers read the rows they show.
+// except operation_changed's (db.OperationChange), which says what a receiver needs to
+// route the change; receivers read the rows they show.
 package notify
 
 import (
