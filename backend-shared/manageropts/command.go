@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gitops-service/gitops-service/backend-shared/buildinfo"
+	"github.com/gitops-service/gitops-service/backend-shared/eventshards"
 	"github.com/gitops-service/gitops-service/backend-shared/scheme"
 )
 
@@ -95,6 +96,9 @@ func (c Command) run(ctx context.Context, opts *Options) error {
 	if mgrOpts.Cache.NewInformer == nil {
 		mgrOpts.Cache.NewInformer = NewInformer
 	}
+	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopEvents()
+	eventshards.Use(eventsCtx, &mgrOpts)
 	mgr, err := ctrl.NewManager(opts.RestConfig(cfg), mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

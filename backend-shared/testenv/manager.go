@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gitops-service/gitops-service/backend-shared/eventshards"
 )
 
 // NewNamespace creates a namespace with a generated name starting with prefix.
@@ -45,16 +47,20 @@ func (cp *ControlPlane) RunManager(t testing.TB, namespaces []string,
 		Cache:                  cache.Options{DefaultNamespaces: defaults},
 		Controller:             config.Controller{SkipNameValidation: &skip},
 	}
+	events, stopEvents := context.WithCancel(context.Background())
+	eventshards.Use(events, &opts)
 	for _, o := range options {
 		o(&opts)
 	}
 	mgr, err := ctrl.NewManager(cp.Config, opts)
 	if err != nil {
+		stopEvents()
 		t.Fatalf("creating manager: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := setup(ctx, mgr, mgr.GetLogger()); err != nil {
 		cancel()
+		stopEvents()
 		t.Fatalf("setting up manager: %v", err)
 	}
 	var wg sync.WaitGroup
@@ -68,6 +74,7 @@ func (cp *ControlPlane) RunManager(t testing.TB, namespaces []string,
 	t.Cleanup(func() {
 		cancel()
 		wg.Wait()
+		stopEvents()
 	})
 }
 
