@@ -36,7 +36,9 @@ var _ record.EventBroadcaster = (*Broadcaster)(nil)
 
 // Use has the manager made with o record its Events through DefaultShards shards, which
 // stop when ctx ends: a context that outlives the manager, so that the last Events of its
-// stopping controllers still go out.
+// stopping controllers still go out. controller-runtime then leaves the events.k8s.io
+// broadcaster it makes beside them, which the service does not use, idle until the
+// process ends.
 func Use(ctx context.Context, o *ctrl.Options) {
 	// Deprecated for the goroutines a broadcaster leaves behind a manager; these stop with ctx.
 	o.EventBroadcaster = New(ctx, DefaultShards) //nolint:staticcheck
