@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -39,7 +41,7 @@ func newBench(ctx context.Context, s *stack.Stack, cfg config) (*bench, error) {
 		return nil, err
 	}
 	b := &bench{cfg: cfg, s: s, c: c}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNamespace}}); err != nil {
+	if err := createNamespaces(ctx, c, []string{floorNamespace}); err != nil {
 		return nil, err
 	}
 	b.writer = startStatusWriter(ctx, c, []string{floorNamespace, stack.EngineNamespace}, cfg.WriterConcurrency)
@@ -76,7 +78,11 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	for name, after := range stack.CPUSecondsByProgram(programs) {
 		tp.FloorCPUSeconds[name] = after - floorCPU[name]
 	}
-	if b.namespaces, err = createNamespaces(ctx, b.c, b.cfg.Namespaces); err != nil {
+	b.namespaces = make([]string, b.cfg.Namespaces)
+	for i := range b.namespaces {
+		b.namespaces[i] = fmt.Sprintf("bench-tenant-%d", i)
+	}
+	if err := createNamespaces(ctx, b.c, b.namespaces); err != nil {
 		return nil, err
 	}
 	if err := resetStatements(ctx, b.s.DatabaseURL); err != nil {
@@ -164,15 +170,54 @@ func (b *bench) floor(ctx context.Context, size int) (apps, statuses float64, er
 	return apps, last.Sub(start).Seconds(), nil
 }
 
-func createNamespaces(ctx context.Context, c client.Client, n int) ([]string, error) {
-	names := make([]string, n)
-	for i := range n {
-		names[i] = fmt.Sprintf("bench-tenant-%d", i)
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}); err != nil {
-			return nil, err
+// createNamespaces creates the namespaces and waits until kube-controller-manager has
+// filled them (their default ServiceAccount and root CA ConfigMap), as in a cluster where a
+// tenant's namespace exists before its deployments: its writes are then in neither phase.
+func createNamespaces(ctx context.Context, c client.Client, names []string) error {
+	for _, name := range names {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			return err
 		}
 	}
-	return names, nil
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		accounts, err := namespacesHolding(ctx, c, &corev1.ServiceAccountList{}, "default", names)
+		if err != nil {
+			return err
+		}
+		certificates, err := namespacesHolding(ctx, c, &corev1.ConfigMapList{}, "kube-root-ca.crt", names)
+		if err != nil {
+			return err
+		}
+		if accounts == len(names) && certificates == len(names) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube-controller-manager filled %d and %d of %d new namespaces: %w",
+				accounts, certificates, len(names), ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// namespacesHolding counts the namespaces among names that hold an object called name.
+func namespacesHolding(ctx context.Context, c client.Client, list client.ObjectList, name string, names []string) (int, error) {
+	if err := c.List(ctx, list, client.MatchingFields{"metadata.name": name}); err != nil {
+		return 0, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, item := range items {
+		if obj, ok := item.(client.Object); ok && slices.Contains(names, obj.GetNamespace()) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // pipeline creates N GitOpsDeployments and records in tp when the cluster-agent had created
