@@ -44,10 +44,11 @@ type profileArea struct{ name, match string }
 var profileAreas = []profileArea{
 	{"PATCH and server-side apply requests", "handlers.(*patcher).patchResource"},
 	{"POST requests", "createHandler"},
+	// Before GET and LIST: a watch is served under the LIST handler.
+	{"watches: sending events to watchers", "WatchServer|handleWatch|cacheWatcher|dispatchEvent"},
 	{"GET and LIST requests", "ListResource|GetResource|getResourceHandler"},
 	{"DELETE requests", "DeleteResource|DeleteCollection"},
 	{"watch cache: decoding etcd's events", "etcd3.(*watchChan)"},
-	{"watches: sending events to watchers", "WatchServer|cacheWatcher|dispatchEvent"},
 	{"garbage collection", "runtime.gcBgMarkWorker"},
 }
 

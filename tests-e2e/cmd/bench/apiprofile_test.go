@@ -26,28 +26,32 @@ func TestProfileSharesCountEveryFrameOfAStackOnce(t *testing.T) {
 			// A patch whose stack also decodes JSON: the first kind of work that matches.
 			{Value: []int64{1, 1e9}, Location: loc("sigs.k8s.io/json.Unmarshal", "k8s.io/apiserver/pkg/storage/cacher.dispatchEvent",
 				"k8s.io/apiserver/pkg/endpoints/handlers.(*patcher).patchResource")},
+			// A watch, which the API server serves under its LIST handler: a watch, not a LIST.
+			{Value: []int64{1, 2e9}, Location: loc("k8s.io/apiserver/pkg/endpoints/handlers.(*WatchServer).HandleHTTP",
+				"k8s.io/apiserver/pkg/endpoints/handlers.handleWatch", "k8s.io/apiextensions-apiserver/pkg/apiserver.(*crdHandler).serveResource.ListResource.func3")},
 		},
 	}
 	got := summarizeProfile(p, 1)
-	if got.CPU != 4 {
-		t.Errorf("CPU = %v, want 4", got.CPU)
+	if got.CPU != 6 {
+		t.Errorf("CPU = %v, want 6", got.CPU)
 	}
 	shares := map[string]float64{}
 	for _, a := range append(got.Areas, got.Costs...) {
 		shares[a.Name] = a.Share
 	}
 	for area, want := range map[string]float64{
-		"watches: sending events to watchers":  0.75,
-		"PATCH and server-side apply requests": 0.25,
+		"watches: sending events to watchers":  5.0 / 6,
+		"PATCH and server-side apply requests": 1.0 / 6,
+		"GET and LIST requests":                0,
 		"other":                                0,
-		"JSON encoding and decoding":           1,
+		"JSON encoding and decoding":           4.0 / 6,
 		"managed fields":                       0,
 	} {
 		if shares[area] != want {
 			t.Errorf("%s = %v, want %v", area, shares[area], want)
 		}
 	}
-	if len(got.Top) != 1 || got.Top[0].Name != "encoding/json.(*encodeState).marshal" || got.Top[0].Share != 0.75 {
+	if len(got.Top) != 1 || got.Top[0].Name != "encoding/json.(*encodeState).marshal" || got.Top[0].Share != 0.5 {
 		t.Errorf("top = %+v", got.Top)
 	}
 }
