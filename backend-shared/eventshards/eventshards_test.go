@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/backend-shared/eventshards"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
@@ -45,31 +43,6 @@ func configMap(namespace string, i int) *corev1.ConfigMap {
 		UID: types.UID(fmt.Sprint("uid-", i))}}
 }
 
-// events counts the Events of namespace once their number has not grown for a second,
-// or as soon as it reaches want.
-func events(t *testing.T, namespace string, want int) []corev1.Event {
-	t.Helper()
-	var list corev1.EventList
-	last, still := -1, 0
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		if err := cp.Client.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
-			t.Fatal(err)
-		}
-		if len(list.Items) >= want {
-			return list.Items
-		}
-		if len(list.Items) == last {
-			if still++; still == 4 {
-				return list.Items
-			}
-		} else {
-			last, still = len(list.Items), 0
-		}
-	}
-	t.Fatalf("Events of %s still growing after 2 minutes (%d)", namespace, len(list.Items))
-	return nil
-}
-
 // A burst of transitions, one Event each on as many objects, faster than the API server
 // takes them: one broadcaster (client-go's own) drops what exceeds its queues, the shards
 // hold and write them all.
@@ -88,7 +61,7 @@ func TestABurstOfEventsIsRecordedWhole(t *testing.T) {
 			for i := range burst {
 				rec.Event(configMap(ns, i), corev1.EventTypeNormal, "Deployed", "Revision abc is deployed")
 			}
-			got := len(events(t, ns, burst))
+			got := len(testenv.SettledEvents(t, cp.Client, ns, burst))
 			t.Logf("%d shards recorded %d of %d Events", tc.shards, got, burst)
 			if all := got == burst; all != tc.wantAll {
 				t.Errorf("%d shards recorded %d of %d Events; want all: %v", tc.shards, got, burst, tc.wantAll)
@@ -108,7 +81,7 @@ func TestAnObjectsEventsStayInOneShard(t *testing.T) {
 			rec.Event(configMap(ns, i), corev1.EventTypeWarning, "SyncFailed", "the repository is unreachable")
 		}
 	}
-	got := events(t, ns, objects)
+	got := testenv.SettledEvents(t, cp.Client, ns, objects)
 	if len(got) != objects {
 		t.Fatalf("%d Events for %d objects; want one each", len(got), objects)
 	}

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
@@ -66,23 +65,7 @@ func TestABinaryRecordsABurstOfEventsWhole(t *testing.T) {
 		t.Fatal("the binary did not record its Events within a minute")
 	}
 
-	// Count until every Event is there, or their number stops growing.
-	var list corev1.EventList
-	last, still := -1, 0
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		if err := cp.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		if len(list.Items) == burst {
-			return
-		}
-		if len(list.Items) == last {
-			if still++; still == 8 {
-				break
-			}
-		} else {
-			last, still = len(list.Items), 0
-		}
+	if got := len(testenv.SettledEvents(t, cp.Client, ns, burst)); got != burst {
+		t.Fatalf("the binary recorded %d of %d Events", got, burst)
 	}
-	t.Fatalf("the binary recorded %d of %d Events", len(list.Items), burst)
 }
