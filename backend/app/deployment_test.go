@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 	"github.com/gitops-service/gitops-service/backend/app"
@@ -484,6 +486,54 @@ func TestRecreatingANameGivesCleanIncarnations(t *testing.T) {
 	for _, uid := range uids {
 		h.g.Expect(h.operations(db.OperationResourceApplication, string(uid))).To(HaveLen(2), "created and deleted")
 	}
+}
+
+// TestANameRecreatedWhileTheBackendWasDownReplacesItsEarlierIncarnation: a GitOpsDeployment
+// deleted and created again under the same name while no backend watched leaves the earlier
+// incarnation's row behind; the new incarnation's first write removes it, with the
+// Operation that deletes its Argo CD Application, without waiting for a sweep (none runs
+// here).
+func TestANameRecreatedWhileTheBackendWasDownReplacesItsEarlierIncarnation(t *testing.T) {
+	t.Parallel()
+	h := &harness{t: t, g: NewWithT(t), ctx: context.Background()}
+	cfg := dbtest.NewConfig(t)
+	h.db = dbtest.Open(t, cfg)
+	keyring := testKeyring(t)
+	h.store = db.NewStore(keyring.ring)
+	h.tenant = cp.NewNamespace(t, "tenant-")
+	h.engine = cp.NewNamespace(t, "argocd-")
+	opts := &app.Options{Database: cfg, EngineNamespace: h.engine, EngineCluster: "default", MaxConcurrentReconciles: 2,
+		OperationRetention: time.Minute, KeysFile: keyring.file}
+
+	var earlier *v1.GitOpsDeployment
+	t.Run("first backend", func(t *testing.T) {
+		cp.RunManager(t, []string{h.tenant, h.engine}, opts.Setup, app.ManagerOptions) // stops when this subtest ends
+		earlier = h.newDeployment("again", v1.GitOpsDeploymentSpecTypeAutomated)
+		h.application(earlier.UID)
+		h.g.Eventually(func() []db.Operation { return h.operations(db.OperationResourceApplication, string(earlier.UID)) },
+			eventually, poll).Should(HaveLen(1))
+	})
+
+	// While no backend runs: the deployment goes and comes back under its name.
+	h.g.Expect(cp.Client.Delete(h.ctx, h.get(earlier))).To(Succeed())
+	h.g.Eventually(func() bool {
+		return apierrors.IsNotFound(cp.Client.Get(h.ctx, client.ObjectKeyFromObject(earlier), &v1.GitOpsDeployment{}))
+	}, eventually, poll).Should(BeTrue())
+	later := h.newDeployment("again", v1.GitOpsDeploymentSpecTypeAutomated)
+	tenant := h.tenantRow()
+	_, err := h.store.GetApplication(h.ctx, h.db, tenant.ID, string(earlier.UID))
+	h.g.Expect(err).NotTo(HaveOccurred(), "nobody removed the earlier row yet")
+
+	cp.RunManager(t, []string{h.tenant, h.engine}, opts.Setup, app.ManagerOptions)
+	h.application(later.UID)
+	h.g.Eventually(func() error {
+		_, err := h.store.GetApplication(h.ctx, h.db, tenant.ID, string(earlier.UID))
+		return err
+	}, eventually, poll).Should(MatchError(db.ErrNotFound))
+	_, err = h.store.GetDeploymentMapping(h.ctx, h.db, tenant.ID, string(earlier.UID))
+	h.g.Expect(err).To(MatchError(db.ErrNotFound))
+	h.g.Expect(h.operations(db.OperationResourceApplication, string(earlier.UID))).To(HaveLen(2), "created and deleted")
+	h.g.Expect(h.operations(db.OperationResourceApplication, string(later.UID))).To(HaveLen(1), "created")
 }
 
 var nsGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
