@@ -70,9 +70,12 @@ type Throughput struct {
 	// BenchWatchRestarts is how often the API server ended one of the benchmark's own
 	// watches in the pipeline phase (each resumes where it ended); many mean the
 	// benchmark fell behind the events it measures.
-	BenchWatchRestarts int64   `json:"benchWatchRestarts"`
-	AppsRatio          float64 `json:"appsRatio"`
-	StatusRatio        float64 `json:"statusRatio"`
+	BenchWatchRestarts int64 `json:"benchWatchRestarts"`
+	// The waits for a quiet stack before the floor and before the pipeline.
+	FloorQuiet    Quiet   `json:"floorQuiet"`
+	PipelineQuiet Quiet   `json:"pipelineQuiet"`
+	AppsRatio     float64 `json:"appsRatio"`
+	StatusRatio   float64 `json:"statusRatio"`
 	// Database statements per deployment during the pipeline phase, and the most frequent.
 	StatementsPerDeployment float64     `json:"statementsPerDeployment"`
 	TopStatements           []Statement `json:"topStatements,omitempty"`
@@ -226,6 +229,8 @@ func markdown(res *Result, charts []string) string {
 			fmt.Sprintf("%.2f s (%.2f× floor)", tp.PipelineStatusSeconds, tp.StatusRatio), fmt.Sprintf("≤ %.1f× floor", targetRatio), met(tp.StatusRatio <= targetRatio))
 		row("P1", "pipeline: first Application after", fmt.Sprintf("%.2f s", tp.PipelineFirstAppSeconds), "", "")
 		row("P1", "pipeline: the benchmark's watches ended by the API server", fmt.Sprintf("%d", tp.BenchWatchRestarts), "", "")
+		row("P1", fmt.Sprintf("waited for a quiet stack (under %.2f cores for %s) before the floor / the pipeline", quietCores, quietWindow),
+			quietWaits(tp.FloorQuiet, tp.PipelineQuiet), "", "")
 		row("P1", "database statements per deployment (pipeline phase)", fmt.Sprintf("%.1f", tp.StatementsPerDeployment), "", "")
 		row("P1", "API writes per deployment at the kube-apiserver: pipeline", summarizeWrites(tp.WritesPerDeployment), "", "")
 		row("P1", "API writes per deployment at the kube-apiserver: floor", summarizeWrites(tp.FloorWritesPerDeployment), "", "")

@@ -60,6 +60,10 @@ func benchClient(cfg *rest.Config, scheme *k8sruntime.Scheme) (client.WithWatch,
 // throughput runs P1 at size: the floor, then the pipeline.
 func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	tp := &Throughput{N: size, Namespaces: b.cfg.Namespaces}
+	var err error
+	if tp.FloorQuiet, err = quietBefore(ctx, "floor"); err != nil {
+		return nil, err
+	}
 	progress("P1 floor: creating %d Argo CD Applications directly", size)
 	floorCPU := stack.CPUSecondsByProgram(programs)
 	floorWrites, err := apiWrites(ctx, b.s.ControlPlane.Config)
@@ -86,6 +90,9 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 		return nil, err
 	}
 	if err := resetStatements(ctx, b.s.DatabaseURL); err != nil {
+		return nil, err
+	}
+	if tp.PipelineQuiet, err = quietBefore(ctx, "pipeline"); err != nil {
 		return nil, err
 	}
 	progress("P1 pipeline: creating %d GitOpsDeployments in %d namespaces", size, b.cfg.Namespaces)
