@@ -24,17 +24,21 @@ const (
 	quietTimeout = 2 * time.Minute
 )
 
-// Quiet is how a wait for a quiet stack before a phase ended.
+// Quiet is how a wait for a quiet stack before a phase ended: the seconds waited, and the
+// cores the stack used over the last window.
 type Quiet struct {
-	// Seconds waited, and the cores the stack used over the last window.
 	Seconds float64 `json:"seconds"`
 	Cores   float64 `json:"cores"`
-	// Reached is false when the wait gave up at quietTimeout.
-	Reached bool `json:"reached"`
 }
 
+// Reached reports whether the stack was quiet, rather than the wait giving up at
+// quietTimeout.
+func (q Quiet) Reached() bool { return q.Cores < quietCores }
+
 // busyCores is the CPU the programs used between two readings of
-// stack.CPUSecondsByProgram taken d apart, in cores.
+// stack.CPUSecondsByProgram taken d apart, in cores. A program's reading falls when some of
+// its processes end (PostgreSQL's backend of a closed connection): it then counts nothing,
+// rather than taking the others' CPU away.
 func busyCores(before, after map[string]float64, d time.Duration) float64 {
 	if d <= 0 {
 		return 0
@@ -42,23 +46,15 @@ func busyCores(before, after map[string]float64, d time.Duration) float64 {
 	used := 0.0
 	for name, seconds := range after {
 		// A program that started between the readings counts from zero.
-		used += seconds - before[name]
+		used += max(0, seconds-before[name])
 	}
-	return max(0, used) / d.Seconds()
+	return used / d.Seconds()
 }
 
-// quietBefore waits for a quiet stack before a phase of P1, and says so when it gave up.
-func quietBefore(ctx context.Context, phase string) (Quiet, error) {
-	q, err := waitQuiet(ctx)
-	if err == nil && !q.Reached {
-		progress("P1 %s: the stack still used %.2f cores after %.0f s; measuring it as it is", phase, q.Cores, q.Seconds)
-	}
-	return q, err
-}
-
-// waitQuiet waits until the stack's programs have used less than quietCores over
-// quietWindow, or quietTimeout has passed.
-func waitQuiet(ctx context.Context) (Quiet, error) {
+// waitQuiet waits, before the phase of P1 named phase, until the stack's programs have used
+// less than quietCores over quietWindow, or quietTimeout has passed; it says so when it
+// gave up.
+func waitQuiet(ctx context.Context, phase string) (Quiet, error) {
 	start := time.Now()
 	for {
 		before, from := stack.CPUSecondsByProgram(programs), time.Now()
@@ -67,10 +63,13 @@ func waitQuiet(ctx context.Context) (Quiet, error) {
 			return Quiet{}, ctx.Err()
 		case <-time.After(quietWindow):
 		}
-		cores := busyCores(before, stack.CPUSecondsByProgram(programs), time.Since(from))
-		waited := time.Since(start)
-		if cores < quietCores || waited >= quietTimeout {
-			return Quiet{Seconds: waited.Seconds(), Cores: cores, Reached: cores < quietCores}, nil
+		q := Quiet{Seconds: time.Since(start).Seconds(), Cores: busyCores(before, stack.CPUSecondsByProgram(programs), time.Since(from))}
+		if q.Reached() {
+			return q, nil
+		}
+		if q.Seconds >= quietTimeout.Seconds() {
+			progress("P1 %s: the stack still used %.2f cores after %.0f s; measuring it as it is", phase, q.Cores, q.Seconds)
+			return q, nil
 		}
 	}
 }
@@ -81,7 +80,7 @@ func quietWaits(waits ...Quiet) string {
 	out := make([]string, len(waits))
 	for i, q := range waits {
 		out[i] = fmt.Sprintf("%.1f s", q.Seconds)
-		if !q.Reached {
+		if !q.Reached() {
 			out[i] += fmt.Sprintf(" (not quiet: %.2f cores)", q.Cores)
 		}
 	}

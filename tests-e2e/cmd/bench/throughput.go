@@ -61,7 +61,7 @@ func benchClient(cfg *rest.Config, scheme *k8sruntime.Scheme) (client.WithWatch,
 func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	tp := &Throughput{N: size, Namespaces: b.cfg.Namespaces}
 	var err error
-	if tp.FloorQuiet, err = quietBefore(ctx, "floor"); err != nil {
+	if tp.FloorQuiet, err = waitQuiet(ctx, "floor"); err != nil {
 		return nil, err
 	}
 	progress("P1 floor: creating %d Argo CD Applications directly", size)
@@ -92,7 +92,7 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	if err := resetStatements(ctx, b.s.DatabaseURL); err != nil {
 		return nil, err
 	}
-	if tp.PipelineQuiet, err = quietBefore(ctx, "pipeline"); err != nil {
+	if tp.PipelineQuiet, err = waitQuiet(ctx, "pipeline"); err != nil {
 		return nil, err
 	}
 	progress("P1 pipeline: creating %d GitOpsDeployments in %d namespaces", size, b.cfg.Namespaces)
