@@ -72,6 +72,8 @@ type Stack struct {
 	LogDir      string
 	// MetricsAddr of each binary (127.0.0.1:port).
 	MetricsAddr map[string]string
+	// PprofAddr of each binary (127.0.0.1:port): its net/http/pprof handlers.
+	PprofAddr map[string]string
 	// GitWebhook is the backend's Git webhook receiver, when Options.GitWebhook was set.
 	GitWebhook *GitWebhook
 	// ArgoCD is the running Argo CD, when Options.ArgoCD was set.
@@ -144,13 +146,14 @@ func (s *Stack) StartInstance(ctx context.Context, name, binary, kubeconfig stri
 // newLaunch is how process name of binary starts on the stack: its own metrics and probe
 // addresses, then the flags the stack gives binary.
 func (s *Stack) newLaunch(name, binary string) launch {
-	metrics, probes := freeAddr(), freeAddr()
-	s.MetricsAddr[name] = metrics
+	metrics, probes, pprof := freeAddr(), freeAddr(), freeAddr()
+	s.MetricsAddr[name], s.PprofAddr[name] = metrics, pprof
 	return launch{
 		path: filepath.Join(s.BinDir, binary),
-		// Plain metrics on loopback, for the tests and benchmarks that read them; the
-		// manifests serve them over HTTPS to RBAC-allowed tokens.
-		args: append([]string{"--metrics-bind-address=" + metrics, "--metrics-secure=false", "--health-probe-bind-address=" + probes},
+		// Plain metrics and profiles on loopback, for the tests and benchmarks that read
+		// them; the manifests serve metrics over HTTPS to RBAC-allowed tokens.
+		args: append([]string{"--metrics-bind-address=" + metrics, "--metrics-secure=false", "--health-probe-bind-address=" + probes,
+			"--pprof-address=" + pprof},
 			defaultArgs(binary, s.DatabaseURL, s.KeysFile)...),
 		probes: probes,
 	}
@@ -177,7 +180,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Stack{Processes: map[string]*testenv.Process{}, LogDir: filepath.Join(dir, "logs"), MetricsAddr: map[string]string{},
+	s = &Stack{Processes: map[string]*testenv.Process{}, LogDir: filepath.Join(dir, "logs"), MetricsAddr: map[string]string{}, PprofAddr: map[string]string{},
 		launches: map[string]launch{}, ServiceAccounts: map[string]client.ObjectKey{}}
 	if err := os.MkdirAll(s.LogDir, 0o755); err != nil {
 		return nil, err

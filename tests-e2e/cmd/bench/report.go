@@ -92,7 +92,9 @@ type Throughput struct {
 	// CPU seconds of each program during the floor phase.
 	FloorCPUSeconds map[string]float64 `json:"floorCpuSeconds,omitempty"`
 	// APIServer is a CPU profile of the kube-apiserver during the pipeline phase.
-	APIServer *APIServerProfile `json:"apiServerProfile,omitempty"`
+	APIServer *CPUProfile `json:"apiServerProfile,omitempty"`
+	// Binaries are CPU profiles of the backend and the cluster-agent over the same time.
+	Binaries map[string]*CPUProfile `json:"binaryProfiles,omitempty"`
 }
 
 // Latency is P2, in milliseconds.
@@ -243,6 +245,13 @@ func markdown(res *Result, charts []string) string {
 			row("P1", fmt.Sprintf("kube-apiserver CPU by work (%.0f s profiled in the pipeline phase)", p.Seconds), summarizeShares(p.Areas), "", "")
 			row("P1", "kube-apiserver CPU: costs across that work (overlapping)", summarizeShares(p.Costs), "", "")
 			row("P1", "kube-apiserver functions with the most CPU of their own", summarizeShares(p.Top), "", "")
+		}
+		for _, name := range profiledBinaries {
+			if p := tp.Binaries[name]; p != nil {
+				row("P1", fmt.Sprintf("%s CPU by work (%.0f s profiled in the pipeline phase)", name, p.Seconds), summarizeShares(p.Areas), "", "")
+				row("P1", name+" CPU: costs across that work (overlapping)", summarizeShares(p.Costs), "", "")
+				row("P1", name+" functions with the most CPU of their own", summarizeShares(p.Top), "", "")
+			}
 		}
 		row("P1", "Kubernetes API requests per deployment (pipeline phase): backend / cluster-agent",
 			fmt.Sprintf("%.1f / %.1f", tp.APIRequestsPerDeployment["backend"], tp.APIRequestsPerDeployment["cluster-agent"]), "", "")

@@ -105,20 +105,11 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A profile of the kube-apiserver over the part of the phase the floor's time suggests.
-	profiled := make(chan *APIServerProfile, 1)
-	go func() {
-		file := filepath.Join(b.cfg.Out, fmt.Sprintf("%s-kube-apiserver-%d.pprof", b.cfg.Name, size))
-		p, err := profileAPIServer(ctx, b.s.ControlPlane.Config, time.Duration(2*tp.FloorStatusSeconds*float64(time.Second)), file)
-		if err != nil {
-			progress("profiling the kube-apiserver failed: %v", err)
-		}
-		profiled <- p
-	}()
+	profiled := b.profilePipeline(ctx, size, time.Duration(2*tp.FloorStatusSeconds*float64(time.Second)))
 	if err := b.pipeline(ctx, size, tp); err != nil {
 		return nil, err
 	}
-	tp.APIServer = <-profiled
+	tp.APIServer, tp.Binaries = profiled()
 	metricsAfter, err := b.s.ScrapeAll(ctx)
 	if err != nil {
 		return nil, err
@@ -154,6 +145,53 @@ func (b *bench) throughput(ctx context.Context, size int) (*Throughput, error) {
 	progress("P1 at N = %d: floor %.2f s / %.2f s, pipeline %.2f s / %.2f s (Applications / statuses)",
 		size, tp.FloorAppsSeconds, tp.FloorStatusSeconds, tp.PipelineAppsSeconds, tp.PipelineStatusSeconds)
 	return tp, nil
+}
+
+// profiledBinaries are the service's binaries the benchmark profiles beside the
+// kube-apiserver.
+var profiledBinaries = []string{"backend", "cluster-agent"}
+
+// profilePipeline starts CPU profiles of the kube-apiserver and the profiledBinaries over
+// d, the part of the pipeline phase the floor's time suggests, saving each to
+// <out>/<name>-<program>-<size>.pprof; the function it returns waits for them. A profile
+// that fails is reported and left out.
+func (b *bench) profilePipeline(ctx context.Context, size int, d time.Duration) func() (*CPUProfile, map[string]*CPUProfile) {
+	file := func(program string) string {
+		return filepath.Join(b.cfg.Out, fmt.Sprintf("%s-%s-%d.pprof", b.cfg.Name, program, size))
+	}
+	type taken struct {
+		program string
+		p       *CPUProfile
+	}
+	results := make(chan taken, 1+len(profiledBinaries))
+	take := func(program string, profile func() (*CPUProfile, error)) {
+		p, err := profile()
+		if err != nil {
+			progress("profiling %s failed: %v", program, err)
+		}
+		results <- taken{program, p}
+	}
+	go take("kube-apiserver", func() (*CPUProfile, error) {
+		return profileAPIServer(ctx, b.s.ControlPlane.Config, d, file("kube-apiserver"))
+	})
+	for _, name := range profiledBinaries {
+		go take(name, func() (*CPUProfile, error) { return profileBinary(ctx, b.s.PprofAddr[name], d, file(name)) })
+	}
+	return func() (apiServer *CPUProfile, binaries map[string]*CPUProfile) {
+		binaries = map[string]*CPUProfile{}
+		for range 1 + len(profiledBinaries) {
+			t := <-results
+			if t.p == nil {
+				continue
+			}
+			if t.program == "kube-apiserver" {
+				apiServer = t.p
+			} else {
+				binaries[t.program] = t.p
+			}
+		}
+		return apiServer, binaries
+	}
 }
 
 // floor creates N Applications directly, as fast as the pipeline's client could, and
