@@ -27,10 +27,10 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/ssa"
 	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	agentmetrics "github.com/gitops-service/gitops-service/cluster-agent/internal/metrics"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
 )
 
 // ControllerName names the controller in logs and metrics.

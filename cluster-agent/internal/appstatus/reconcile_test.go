@@ -17,8 +17,8 @@ import (
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend-shared/ssa"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
 )
 
 // statusFixture is a Reconciler on a real database and API server, with one tenant.

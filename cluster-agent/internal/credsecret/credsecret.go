@@ -24,9 +24,9 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/kubeconfig"
+	"github.com/gitops-service/gitops-service/backend-shared/ssa"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
 )
 
 // Store is the part of the database the handlers use.

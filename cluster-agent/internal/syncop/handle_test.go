@@ -18,10 +18,10 @@ import (
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/dbtest"
+	"github.com/gitops-service/gitops-service/backend-shared/ssa"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/agenttest"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/operation"
-	"github.com/gitops-service/gitops-service/cluster-agent/internal/ssa"
 )
 
 // One API server with Argo CD's CRDs (no Argo CD: the test plays its part) and one
