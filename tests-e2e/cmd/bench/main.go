@@ -208,10 +208,14 @@ func runSize(ctx context.Context, cfg config, stackDir string, size, run int, re
 		return err
 	}
 	tp.Main, tp.Run = main, run
-	res.Throughput = append(res.Throughput, *tp)
 	if !main {
+		res.Throughput = append(res.Throughput, *tp)
 		return nil
 	}
+	if tp.ApplicationWrite, err = b.applicationWriteCost(ctx, min(size, writeCostMax)); err != nil {
+		return err
+	}
+	res.Throughput = append(res.Throughput, *tp)
 	if cfg.Phases["p2"] {
 		progress("P2: status latency over %d samples", min(cfg.LatencySamples, size))
 		if res.StatusLatency, err = b.statusLatency(ctx, size); err != nil {

@@ -95,6 +95,9 @@ type Throughput struct {
 	APIServer *CPUProfile `json:"apiServerProfile,omitempty"`
 	// Binaries are CPU profiles of the backend and the cluster-agent over the same time.
 	Binaries map[string]*CPUProfile `json:"binaryProfiles,omitempty"`
+	// ApplicationWrite is what an Application's creation costs by POST and by server-side
+	// apply (the main run only, after the pipeline).
+	ApplicationWrite *WriteCost `json:"applicationWrite,omitempty"`
 }
 
 // Latency is P2, in milliseconds.
@@ -252,6 +255,11 @@ func markdown(res *Result, charts []string) string {
 				row("P1", name+" CPU: costs across that work (overlapping)", summarizeShares(p.Costs), "", "")
 				row("P1", name+" functions with the most CPU of their own", summarizeShares(p.Top), "", "")
 			}
+		}
+		if w := tp.ApplicationWrite; w != nil {
+			row("P1", fmt.Sprintf("CPU per Application created, %d each way: by create (as the floor) / by server-side apply (as the cluster-agent)", w.PerWay),
+				fmt.Sprintf("kube-apiserver %.2f / %.2f ms, etcd %.2f / %.2f ms", w.CPUMillis["create"]["kube-apiserver"], w.CPUMillis["apply"]["kube-apiserver"],
+					w.CPUMillis["create"]["etcd"], w.CPUMillis["apply"]["etcd"]), "", "")
 		}
 		row("P1", "Kubernetes API requests per deployment (pipeline phase): backend / cluster-agent",
 			fmt.Sprintf("%.1f / %.1f", tp.APIRequestsPerDeployment["backend"], tp.APIRequestsPerDeployment["cluster-agent"]), "", "")
