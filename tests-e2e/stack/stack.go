@@ -143,8 +143,8 @@ func (s *Stack) StartInstance(ctx context.Context, name, binary, kubeconfig stri
 	return s.StartBinary(ctx, name)
 }
 
-// newLaunch is how process name of binary starts on the stack: its own metrics and probe
-// addresses, then the flags the stack gives binary.
+// newLaunch is how process name of binary starts on the stack: its own metrics, probe and
+// pprof addresses, then the flags the stack gives binary.
 func (s *Stack) newLaunch(name, binary string) launch {
 	metrics, probes, pprof := freeAddr(), freeAddr(), freeAddr()
 	s.MetricsAddr[name], s.PprofAddr[name] = metrics, pprof
