@@ -25,6 +25,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/orphans"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/appstatus"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/argoapp"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/burst"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/credsecret"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/leftovers"
@@ -60,6 +61,9 @@ type Options struct {
 	// OrphanGracePeriod is how long resources a force-deleted Application left behind stay
 	// before they are removed; 0 leaves them.
 	OrphanGracePeriod time.Duration
+	// StatusHold bounds how long a burst of operations defers the recording of its
+	// Applications' status (0: never).
+	StatusHold time.Duration
 	// ArgoCDServiceAccount is the ServiceAccount of Argo CD's application controller in the
 	// engine namespace, whose token removes left-behind resources in the cluster Argo CD
 	// runs on.
@@ -94,6 +98,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			"stay before those still tracked by it alone and not annotated "+orphans.AnnotationKeep+"=true are deleted (0: never).")
 	fs.StringVar(&o.ArgoCDServiceAccount, "argocd-service-account", leftovers.DefaultArgoCDServiceAccount,
 		"ServiceAccount of Argo CD's application controller in the engine namespace: left-behind resources on the cluster Argo CD runs on are deleted with its token.")
+	fs.DurationVar(&o.StatusHold, "status-hold", burst.DefaultMax,
+		"While a burst of operations is carried out, the recording of Argo CD's status of its Applications waits for it, at most this long per burst, "+
+			"so that the burst's Applications are all created first (0: never waits).")
 	fs.DurationVar(&o.OperationRetryLimit, "operation-retry-limit", operation.DefaultRetryLimit,
 		"How long an operation that keeps failing (API or database errors) is retried, with backoff, before it is marked Failed (0: forever).")
 }
@@ -181,9 +188,11 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		},
 		db.OperationResourceRepositoryCredential: &credsecret.Repositories{Client: c, DB: bdb, Store: store, Identity: id},
 	}
+	statusHold := &burst.Hold{Max: opts.StatusHold}
 	operations := &operation.Reconciler{
 		Client: c, DB: bdb, Store: store, Identity: id, Handlers: handlers, RetryLimit: opts.OperationRetryLimit,
 		MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles), SkipNameValidation: opts.SkipNameValidation,
+		Burst: statusHold,
 	}
 	if err := operations.SetupWithManager(mgr); err != nil {
 		return engine.Identity{}, fmt.Errorf("setting up the operation controller: %w", err)
@@ -191,6 +200,7 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 	if err := (&appstatus.Reconciler{
 		Client: c, DB: bdb, Store: store, Identity: id,
 		MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles), SkipNameValidation: opts.SkipNameValidation,
+		Burst: statusHold,
 	}).SetupWithManager(mgr); err != nil {
 		return engine.Identity{}, fmt.Errorf("setting up the application status controller: %w", err)
 	}

@@ -1,7 +1,9 @@
 // Package appstatus is the cluster-agent's Application status controller: it writes what
 // Argo CD reports about the service's Applications (health, sync status, resources,
 // conditions, operation state) to the application_states table, and notifies the backend
-// when, and only when, that changed. It is event-driven: nothing polls.
+// when, and only when, that changed. It is event-driven: nothing polls. The status of
+// the Applications of a burst of operations waits until the burst is carried out
+// (package burst).
 package appstatus
 
 import (
@@ -27,8 +29,10 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
+	"github.com/gitops-service/gitops-service/backend-shared/queue"
 	"github.com/gitops-service/gitops-service/backend-shared/ssa"
 	"github.com/gitops-service/gitops-service/backend-shared/statuspatch"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/burst"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	agentmetrics "github.com/gitops-service/gitops-service/cluster-agent/internal/metrics"
 )
@@ -55,6 +59,11 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
+	// Burst defers the recording of the status of a burst's Applications until the burst
+	// is carried out, so that all of them are created first (nil: never).
+	Burst *burst.Hold
+
+	queue queue.Handle[ctrl.Request]
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch;patch
@@ -86,6 +95,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&argov1alpha1.Application{}, builder.WithPredicates(managed, recordedChange)).
+		WatchesRawSource(r.queue.Source()).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -93,14 +103,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile writes an Application's state when it changed, and notifies.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	start := time.Now()
-	app := &argov1alpha1.Application{}
-	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
-		// A deleted Application's state goes with its row.
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	app, st, err := r.read(ctx, req.NamespacedName)
+	if app == nil || err != nil {
+		return ctrl.Result{}, err
 	}
-	st := State(app)
-	if st.ApplicationID == "" {
+	start := time.Now()
+	if r.Burst.Defer(st.ApplicationID, func() {
+		agentmetrics.StatusHeld.Add(time.Since(start).Seconds())
+		r.queue.Add(req)
+	}) {
+		// Recorded once the burst is carried out, as the Application is then.
 		return ctrl.Result{}, nil
 	}
 	st.EngineInstanceID = r.Identity.InstanceID
@@ -143,6 +155,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: statuspatch.StaleRetry}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// read reads a service's Application from the cache, and its state; it returns a nil
+// Application when there is none, or the Application is not the service's.
+func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*argov1alpha1.Application, *db.ApplicationState, error) {
+	app := &argov1alpha1.Application{}
+	if err := r.Client.Get(ctx, key, app); err != nil {
+		// A deleted Application's state goes with its row.
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	st := State(app)
+	if st.ApplicationID == "" {
+		return nil, nil, nil
+	}
+	return app, st, nil
 }
 
 // record writes st when it changed, with its notification, and returns whether it did.

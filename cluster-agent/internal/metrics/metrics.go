@@ -39,6 +39,14 @@ var (
 		Buckets: latencyBuckets,
 	})
 
+	// StatusHeld is the time the status of a burst's Applications waited for the burst
+	// to be carried out (burst.Hold): part of the status latency that StatusWrite leaves
+	// out.
+	StatusHeld = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gitops_cluster_agent_status_held_seconds_total",
+		Help: "Time the recording of the status of a burst's Argo CD Applications was deferred until the burst was carried out (at most --status-hold per burst).",
+	})
+
 	// OperationsProcessed counts the Operation controller's handler runs. One run
 	// carries out every pending operation of one resource (the workqueue collapses them).
 	OperationsProcessed = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -78,7 +86,7 @@ var SyncPhases = []string{"Succeeded", "Failed", "Error"}
 var syncBuckets = []float64{0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800}
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(StatusWrite, OperationsProcessed, OperationDuration, DriftReverted, SyncDuration)
+	ctrlmetrics.Registry.MustRegister(StatusWrite, StatusHeld, OperationsProcessed, OperationDuration, DriftReverted, SyncDuration)
 	for _, phase := range SyncPhases {
 		SyncDuration.WithLabelValues(phase)
 	}

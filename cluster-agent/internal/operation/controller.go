@@ -34,6 +34,7 @@ import (
 	"github.com/gitops-service/gitops-service/backend-shared/db/notify"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend-shared/queue"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/burst"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/engine"
 	agentmetrics "github.com/gitops-service/gitops-service/cluster-agent/internal/metrics"
 )
@@ -114,6 +115,10 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
+	// Burst is held from the first operation the signal queues until the signal is down
+	// and every resource it queued was worked on once, so that the status of the burst's
+	// Applications is recorded after the burst's work (nil: never held).
+	Burst *burst.Hold
 
 	queue queue.Handle[Request]
 	// taken holds the Waiting operations queued while the signal is up (only the signal's
@@ -259,6 +264,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, e
 	case req.Signal:
 		return r.takeSignal(ctx)
 	}
+	// Once worked on, whatever the outcome, a resource holds its burst no longer: a retry
+	// or a wait for Argo CD must not hold the recording of the status it may wait for.
+	defer r.Burst.Done(req.ResourceID)
 	return r.reconcileResource(ctx, req.ResourceType, req.ResourceID)
 }
 
@@ -275,6 +283,8 @@ func (r *Reconciler) takeSignal(ctx context.Context) (ctrl.Result, error) {
 		waiting, err = r.Store.ListWaitingOperationsSince(ctx, r.DB, r.Identity.InstanceID, r.newest.Add(-signalLookSlack))
 	}
 	if err != nil {
+		// Not knowing whether more is coming, the burst waits only for what it queued.
+		r.Burst.Quiet()
 		return ctrl.Result{}, fmt.Errorf("listing waiting operations: %w", err)
 	}
 	if r.takeWaiting(waiting, full) > 0 || r.quiet < signalQuietPolls {
@@ -282,6 +292,7 @@ func (r *Reconciler) takeSignal(ctx context.Context) (ctrl.Result, error) {
 	}
 	untaken, err := r.Store.ReleaseSignal(ctx, r.DB, r.Identity.InstanceID, func(id string) bool { return r.taken[id] })
 	if err != nil {
+		r.Burst.Quiet()
 		return ctrl.Result{}, fmt.Errorf("taking down the signal: %w", err)
 	}
 	if len(untaken) > 0 {
@@ -289,6 +300,7 @@ func (r *Reconciler) takeSignal(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: SignalPollInterval}, nil
 	}
 	r.taken, r.newest, r.quiet, r.looks = nil, time.Time{}, 0, 0
+	r.Burst.Quiet()
 	return ctrl.Result{}, nil
 }
 
@@ -304,6 +316,7 @@ func (r *Reconciler) takeWaiting(waiting []db.Operation, full bool) int {
 	fresh := 0
 	for _, op := range waiting {
 		if !r.taken[op.ID] {
+			r.Burst.Queued(op.ResourceID)
 			r.queue.Add(Request{ResourceType: op.ResourceType, ResourceID: op.ResourceID})
 			fresh++
 		}
