@@ -103,11 +103,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile writes an Application's state when it changed, and notifies.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	app, st, err := r.read(ctx, req.NamespacedName)
-	if app == nil || err != nil {
-		return ctrl.Result{}, err
-	}
 	start := time.Now()
+	app := &argov1alpha1.Application{}
+	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
+		// A deleted Application's state goes with its row.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	st := State(app)
+	if st.ApplicationID == "" {
+		return ctrl.Result{}, nil
+	}
 	if r.Burst.Defer(st.ApplicationID, func() {
 		agentmetrics.StatusHeld.Add(time.Since(start).Seconds())
 		r.queue.Add(req)
@@ -155,21 +160,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: statuspatch.StaleRetry}, nil
 	}
 	return ctrl.Result{}, nil
-}
-
-// read reads a service's Application from the cache, and its state; it returns a nil
-// Application when there is none, or the Application is not the service's.
-func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*argov1alpha1.Application, *db.ApplicationState, error) {
-	app := &argov1alpha1.Application{}
-	if err := r.Client.Get(ctx, key, app); err != nil {
-		// A deleted Application's state goes with its row.
-		return nil, nil, client.IgnoreNotFound(err)
-	}
-	st := State(app)
-	if st.ApplicationID == "" {
-		return nil, nil, nil
-	}
-	return app, st, nil
 }
 
 // record writes st when it changed, with its notification, and returns whether it did.
