@@ -28,15 +28,14 @@ type Hold struct {
 	Max time.Duration
 
 	mu sync.Mutex
-	// on: a burst is on, the burst-th; expired: it has been on for Max (expiry fires then).
-	on, expired bool
-	burst       int
-	expiry      *time.Timer
-	// coming: more may be queued; queued: the burst's resources; pending: those not worked
-	// on yet; deferred: what to resume when the burst ends, by resource.
-	coming          bool
+	// queued holds the resources of the burst that is on, the burst-th (nil: none);
+	// pending those not worked on yet; deferred what to resume when it ends, by resource.
 	queued, pending map[string]struct{}
 	deferred        map[string]func()
+	burst           int
+	// coming: more may be queued; expired: the burst has been on for Max (expiry fires then).
+	coming, expired bool
+	expiry          *time.Timer
 }
 
 // Queued notes the resource id queued, beginning a burst when none is on, and that more
@@ -47,8 +46,8 @@ func (h *Hold) Queued(id string) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.on {
-		h.on, h.expired = true, false
+	if h.queued == nil {
+		h.expired = false
 		h.burst++
 		h.queued, h.pending, h.deferred = map[string]struct{}{}, map[string]struct{}{}, map[string]func(){}
 		burst := h.burst
@@ -93,7 +92,7 @@ func (h *Hold) Defer(id string, resume func()) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, member := h.queued[id]; !h.on || h.expired || !member {
+	if _, member := h.queued[id]; h.expired || !member {
 		return false
 	}
 	h.deferred[id] = resume
@@ -101,12 +100,12 @@ func (h *Hold) Defer(id string, resume func()) bool {
 }
 
 func (h *Hold) endIfOverLocked() map[string]func() {
-	if !h.on || h.coming || len(h.pending) > 0 {
+	if h.queued == nil || h.coming || len(h.pending) > 0 {
 		return nil
 	}
 	h.expiry.Stop()
 	resume := h.deferred
-	h.on, h.queued, h.pending, h.deferred = false, nil, nil, nil
+	h.queued, h.pending, h.deferred = nil, nil, nil
 	return resume
 }
 
@@ -115,7 +114,7 @@ func (h *Hold) endIfOverLocked() map[string]func() {
 func (h *Hold) expire(burst int) {
 	h.mu.Lock()
 	var resume map[string]func()
-	if h.on && !h.expired && h.burst == burst {
+	if h.queued != nil && !h.expired && h.burst == burst {
 		h.expired = true
 		resume, h.deferred = h.deferred, map[string]func(){}
 	}
