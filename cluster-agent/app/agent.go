@@ -35,6 +35,9 @@ import (
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/syncop"
 )
 
+// DefaultStatusHold is the default --status-hold.
+const DefaultStatusHold = burst.DefaultMax
+
 // EnvKeysFile supplies the default --credentials-keys-file, as for the backend.
 const EnvKeysFile = "GITOPS_KEYS_FILE"
 
@@ -98,7 +101,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			"stay before those still tracked by it alone and not annotated "+orphans.AnnotationKeep+"=true are deleted (0: never).")
 	fs.StringVar(&o.ArgoCDServiceAccount, "argocd-service-account", leftovers.DefaultArgoCDServiceAccount,
 		"ServiceAccount of Argo CD's application controller in the engine namespace: left-behind resources on the cluster Argo CD runs on are deleted with its token.")
-	fs.DurationVar(&o.StatusHold, "status-hold", burst.DefaultMax,
+	fs.DurationVar(&o.StatusHold, "status-hold", DefaultStatusHold,
 		"While a burst of operations is carried out, the recording of Argo CD's status of its Applications waits for it, at most this long per burst, "+
 			"so that the burst's Applications are all created first (0: never waits).")
 	fs.DurationVar(&o.OperationRetryLimit, "operation-retry-limit", operation.DefaultRetryLimit,

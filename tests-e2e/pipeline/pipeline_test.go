@@ -85,7 +85,7 @@ func (s *service) startAgent(engine string) {
 // in namespace engine on the engine cluster named cluster.
 func (s *service) agentOptions(engine, cluster string) *agent.Options {
 	opts := &agent.Options{DB: s.database, ApplicationDeletionTimeout: 2 * time.Second, MaxConcurrentReconciles: 2,
-		SkipNameValidation: true, CredentialsKeysFile: s.keys}
+		SkipNameValidation: true, CredentialsKeysFile: s.keys, StatusHold: agent.DefaultStatusHold}
 	opts.Engine.Namespace, opts.Engine.ClusterName = engine, cluster
 	return opts
 }
