@@ -92,6 +92,9 @@ func TestABurstIsCarriedOutBeforeItsStatusIsRecorded(t *testing.T) {
 		g.Expect(op.UpdatedAt).To(BeTemporally("<", st.UpdatedAt), "operation %s was carried out after the status was recorded", op.ID)
 	}
 	g.Expect(testutil.ToFloat64(agentmetrics.StatusHeld)).To(BeNumerically(">", heldBefore))
+	for _, row := range rows {
+		g.Expect(e.argoApp(row.Name).Spec.Source.Path).To(Equal("apps/burst"))
+	}
 
 	// After the burst, its Applications' status is recorded at once.
 	now := metav1.Now()
