@@ -32,6 +32,7 @@ func newCommand(opts *app.Options, setup func(context.Context, ctrl.Manager, log
 		ProbeAddr:      ":8083",
 		BindFlags:      opts.BindFlags,
 		ManagerOptions: opts.ManagerOptions,
+		Prepare:        opts.Prepare,
 		Setup:          setup,
 	}.NewCommand()
 }

@@ -1,5 +1,5 @@
 // Package dbschema holds the PostgreSQL schema of the GitOps Service as versioned
-// migrations (golang-migrate naming: NNNNNN_name.up.sql / NNNNNN_name.down.sql).
+// migrations (NNNNNN_name.up.sql / NNNNNN_name.down.sql, golang-migrate's naming).
 //
 // It is a module of its own, with no dependencies, so that every binary embeds exactly the
 // schema it was built with and the backend's migrate subcommand can apply it.

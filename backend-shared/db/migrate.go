@@ -2,117 +2,114 @@ package db
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/go-logr/logr"
-	"github.com/golang-migrate/migrate/v4"
-	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/gitops-service/gitops-service/backend-shared/db/schema"
 	dbschema "github.com/gitops-service/gitops-service/db-schema"
 )
 
-// Migrate applies every pending up migration embedded in the binary (package dbschema).
-// golang-migrate holds a PostgreSQL advisory lock meanwhile, so replicas starting together
-// apply each migration once. It uses its own connection, not the process's pool.
+// Migrations are the migrations embedded in the binary (package dbschema).
+var Migrations = sync.OnceValues(func() ([]schema.Migration, error) {
+	return schema.Load(dbschema.Migrations, "migrations")
+})
+
+// Migrate applies every pending up migration embedded in the binary, each in one
+// transaction with its version mark, under an advisory lock so that replicas starting
+// together apply each migration once. It uses a connection of its own, not the pool.
 func Migrate(ctx context.Context, cfg Config) error {
-	return withMigrator(ctx, cfg, func(m *migrate.Migrate) error { return m.Up() })
+	return withMigrator(ctx, cfg, func(m *schema.Migrator, conn *pgx.Conn) error { return m.Up(ctx, conn) })
 }
 
 // MigrateDown reverts the last steps migrations (steps >= 1).
 func MigrateDown(ctx context.Context, cfg Config, steps int) error {
-	if steps < 1 {
-		return fmt.Errorf("migrate down: steps must be at least 1, got %d", steps)
-	}
-	return withMigrator(ctx, cfg, func(m *migrate.Migrate) error { return m.Steps(-steps) })
+	return withMigrator(ctx, cfg, func(m *schema.Migrator, conn *pgx.Conn) error { return m.Down(ctx, conn, steps) })
 }
 
 // MigrateTo migrates up or down to exactly version.
 func MigrateTo(ctx context.Context, cfg Config, version uint) error {
-	return withMigrator(ctx, cfg, func(m *migrate.Migrate) error { return m.Migrate(version) })
+	return withMigrator(ctx, cfg, func(m *schema.Migrator, conn *pgx.Conn) error { return m.To(ctx, conn, version) })
+}
+
+// ForceSchemaVersion marks the schema as being at version, clean, without running any
+// migration: the way out of a dirty mark, once an operator checked the schema.
+func ForceSchemaVersion(ctx context.Context, cfg Config, version uint) error {
+	return withMigrator(ctx, cfg, func(m *schema.Migrator, conn *pgx.Conn) error { return m.Force(ctx, conn, version) })
+}
+
+// SchemaState reads the database's schema version, whether it is dirty and the oldest
+// binary version that may run against it, changing nothing.
+func SchemaState(ctx context.Context, cfg Config) (schema.State, error) {
+	conn, err := Connect(ctx, cfg)
+	if err != nil {
+		return schema.State{}, err
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	return schema.ReadState(ctx, conn)
 }
 
 // SchemaVersion reports the database's schema version (0 when none is applied) and whether
 // a migration failed half-way (dirty), which needs an operator.
 func SchemaVersion(ctx context.Context, cfg Config) (version uint, dirty bool, err error) {
-	err = withMigrator(ctx, cfg, func(m *migrate.Migrate) error {
-		version, dirty, err = m.Version()
-		if errors.Is(err, migrate.ErrNilVersion) {
-			return nil
-		}
-		return err
-	})
-	return version, dirty, err
+	s, err := SchemaState(ctx, cfg)
+	return s.Version, s.Dirty, err
 }
 
 // LatestSchemaVersion is the newest migration embedded in this binary.
 func LatestSchemaVersion() (uint, error) {
-	src, err := iofs.New(dbschema.Migrations, "migrations")
+	migrations, err := Migrations()
 	if err != nil {
 		return 0, err
 	}
-	defer func() { _ = src.Close() }()
-	v, err := src.First()
-	if err != nil {
-		return 0, err
-	}
-	for {
-		next, err := src.Next(v)
-		if err != nil {
-			return v, nil // fs.ErrNotExist: v is the last one
-		}
-		v = next
-	}
+	return schema.Latest(migrations), nil
 }
 
-func withMigrator(ctx context.Context, cfg Config, fn func(*migrate.Migrate) error) error {
-	cc, err := cfg.ConnConfig()
+// WaitForSchema waits, reading the version table only, until the schema is one this
+// binary can run against: at least its latest migration, not dirty, and not newer than
+// what it is compatible with (then it returns an error wrapping schema.ErrIncompatible).
+// waiting, if set, is told why each time it goes on waiting.
+func WaitForSchema(ctx context.Context, cfg Config, waiting func(reason string)) error {
+	built, err := LatestSchemaVersion()
 	if err != nil {
 		return err
 	}
-	src, err := iofs.New(dbschema.Migrations, "migrations")
+	return schema.Waiter{
+		Built:   built,
+		Connect: func(ctx context.Context) (*pgx.Conn, error) { return Connect(ctx, cfg) },
+		Log:     logr.FromContextOrDiscard(ctx).WithName("schema"),
+		Waiting: waiting,
+	}.Wait(ctx)
+}
+
+// Connect opens one connection (not a pool) with cfg's URL and TLS policy.
+func Connect(ctx context.Context, cfg Config) (*pgx.Conn, error) {
+	cc, err := cfg.ConnConfig()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the database: %w", err)
+	}
+	return conn, nil
+}
+
+func withMigrator(ctx context.Context, cfg Config, fn func(*schema.Migrator, *pgx.Conn) error) error {
+	migrations, err := Migrations()
 	if err != nil {
 		return fmt.Errorf("reading embedded migrations: %w", err)
 	}
-	sqldb := stdlib.OpenDB(*cc)
-	sqldb.SetMaxOpenConns(2) // the driver pins one connection for the lock; one for set-up queries
-	driver, err := migratepgx.WithInstance(sqldb, &migratepgx.Config{})
+	conn, err := Connect(ctx, cfg)
 	if err != nil {
-		_ = sqldb.Close()
-		_ = src.Close()
-		return fmt.Errorf("connecting to the database: %w", err)
-	}
-	m, err := migrate.NewWithInstance("iofs", src, "pgx5", driver)
-	if err != nil {
-		_ = driver.Close() // closes sqldb too
-		_ = src.Close()
 		return err
 	}
-	m.Log = migrateLogger{logr.FromContextOrDiscard(ctx).WithName("migrate")}
-	defer func() { _, _ = m.Close() }()
-
-	// golang-migrate has no context: ask it to stop at the next safe point on cancellation.
-	// GracefulStop is buffered (one value), so the send never blocks.
-	stop := context.AfterFunc(ctx, func() { m.GracefulStop <- true })
-	defer stop()
-
-	err = fn(m)
-	if errors.Is(err, migrate.ErrNoChange) {
-		return nil
-	}
-	if err != nil {
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	m := &schema.Migrator{Migrations: migrations, Log: logr.FromContextOrDiscard(ctx).WithName("migrate")}
+	if err := fn(m, conn); err != nil {
 		return fmt.Errorf("migrating the database: %w", err)
 	}
-	return ctx.Err()
+	return nil
 }
-
-// migrateLogger sends golang-migrate's progress lines to the context's logger.
-type migrateLogger struct{ log logr.Logger }
-
-func (l migrateLogger) Printf(format string, v ...any) {
-	l.log.Info("Migration progress", "message", fmt.Sprintf(format, v...))
-}
-
-func (l migrateLogger) Verbose() bool { return false }

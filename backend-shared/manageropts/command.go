@@ -32,6 +32,10 @@ type Command struct {
 	// ManagerOptions, if set, adjusts the manager's options once the flags are parsed
 	// (e.g. to limit the cache to a namespace named by a flag).
 	ManagerOptions func(o *ctrl.Options)
+	// Prepare, if set, runs before the manager exists (so before anything it starts), while
+	// the probe address answers alive and not ready: for the database's schema, migrated or
+	// waited for. waiting sets the reason /readyz gives meanwhile.
+	Prepare func(ctx context.Context, log logr.Logger, waiting func(reason string)) error
 	// Setup adds the binary's controllers and runnables to mgr.
 	Setup func(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error
 }
@@ -89,6 +93,12 @@ func (c Command) run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	log.Info("build", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit)
+	if c.Prepare != nil {
+		if err := c.prepare(ctx, opts.ProbeAddr, log); err != nil {
+			return err
+		}
+	}
 	mgrOpts := opts.ManagerOptions(scheme.New())
 	if c.ManagerOptions != nil {
 		c.ManagerOptions(&mgrOpts)
@@ -109,7 +119,6 @@ func (c Command) run(ctx context.Context, opts *Options) error {
 	if err := registerBuildInfo(c.Name); err != nil {
 		return err
 	}
-	log.Info("build", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit)
 	if c.Setup != nil {
 		if err := c.Setup(ctx, mgr, log); err != nil {
 			return err
@@ -121,6 +130,16 @@ func (c Command) run(ctx context.Context, opts *Options) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// prepare runs Prepare behind the start-up probes.
+func (c Command) prepare(ctx context.Context, probeAddr string, log logr.Logger) error {
+	probes, err := serveStartupProbes(probeAddr, log)
+	if err != nil {
+		return err
+	}
+	defer probes.stop()
+	return c.Prepare(logr.NewContext(ctx, log), log, probes.Waiting)
 }
 
 // registerBuildInfo registers the build info metric once per process (tests run the root

@@ -4,6 +4,12 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -189,4 +195,51 @@ func TestGroupNeedsAKnownVerb(t *testing.T) {
 			g.Expect(res.Err.Error()).To(ContainSubstring(tc.usage))
 		})
 	}
+}
+
+// TestPrepareAnswersTheProbes: while a binary prepares (migrates the database, or waits for
+// its schema), its probe address answers alive and not ready with the reason, and it is
+// free again for the manager once Prepare returns.
+func TestPrepareAnswersTheProbes(t *testing.T) {
+	g := NewWithT(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: c
+`), 0o600)).To(Succeed())
+	t.Setenv("KUBECONFIG", kubeconfig)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	addr := ln.Addr().String()
+	g.Expect(ln.Close()).To(Succeed())
+
+	get := func(path string) (string, error) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return "", err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, body), err
+	}
+	checked := make(chan struct{})
+	root := manageropts.Command{
+		Name: "backend", MetricsAddr: "0", ProbeAddr: addr,
+		Prepare: func(_ context.Context, _ logr.Logger, waiting func(string)) error {
+			waiting("waiting for the schema")
+			<-checked
+			return errors.New("prepared")
+		},
+	}.NewCommand()
+	done := make(chan clitest.Result, 1)
+	go func() { done <- clitest.Run(t, root) }()
+	g.Eventually(func() (string, error) { return get("/healthz") }).Should(HavePrefix("200 ok"))
+	g.Expect(get("/readyz")).To(Equal("503 not ready: waiting for the schema\n"))
+	close(checked)
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(HaveField("Err", MatchError("prepared"))))
+	_, err = get("/healthz")
+	g.Expect(err).To(HaveOccurred(), "the probe address is free for the manager")
 }

@@ -121,7 +121,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.KeysFile, "credentials-keys-file", os.Getenv(EnvKeysFile), "File with the AES-256 keys that encrypt credentials in the database (`id:base64key` lines, primary first).")
 	fs.StringVar(&o.EngineNamespace, "engine-namespace", "gitops-service-argocd", "Namespace of the default GitOps engine (Argo CD) instance, registered at start; empty registers none.")
 	fs.StringVar(&o.EngineCluster, "engine-cluster", "default", "Name of the cluster the default engine instance runs on.")
-	fs.BoolVar(&o.MigrateOnStart, "migrate", true, "Apply database migrations at start (under an advisory lock).")
+	fs.BoolVar(&o.MigrateOnStart, "migrate", true, "Apply the pending database migrations at start, before the controllers (under an advisory lock); with false, wait until another replica or a Job has.")
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", false, "Serve the validating admission webhooks (port 9443, serving certificate tls.crt/tls.key in /tmp/k8s-webhook-server/serving-certs).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Parallel reconciles per controller.")
 	fs.DurationVar(&o.OperationRetention, "operation-retention", DefaultOperationRetention,
@@ -161,15 +161,24 @@ func (o *Options) Keyring() (*secretbox.Keyring, error) {
 	return secretbox.LoadKeyringFile(o.KeysFile)
 }
 
+// Prepare brings the database's schema to this binary's before anything else touches the
+// database: it applies the pending migrations (with --migrate), then checks that the schema
+// is one this binary runs against, waiting while it is older or dirty (--migrate=false:
+// a Job or another replica migrates) and refusing a newer incompatible one.
+func (o *Options) Prepare(ctx context.Context, log logr.Logger, waiting func(reason string)) error {
+	if o.MigrateOnStart {
+		waiting("applying the database migrations")
+		if err := db.Migrate(ctx, o.Database); err != nil {
+			return err
+		}
+	}
+	return db.WaitForSchema(ctx, o.Database, waiting)
+}
+
 // Setup adds the backend's controllers and runnables to mgr.
 func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
 	if o.OperationRetention < 0 {
 		return fmt.Errorf("--operation-retention %s is negative", o.OperationRetention)
-	}
-	if o.MigrateOnStart {
-		if err := db.Migrate(ctx, o.Database); err != nil {
-			return fmt.Errorf("migrating the database: %w", err)
-		}
 	}
 	database, err := db.Open(ctx, o.Database)
 	if err != nil {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -13,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gitops-service/gitops-service/backend-shared/db"
+	"github.com/gitops-service/gitops-service/backend-shared/db/schema"
 	"github.com/gitops-service/gitops-service/backend-shared/manageropts"
 	"github.com/gitops-service/gitops-service/backend/internal/engineinstances"
 	"github.com/gitops-service/gitops-service/backend/internal/operations"
@@ -21,16 +25,24 @@ import (
 // NewCommand returns the backend's command line: with flags only it runs the controllers;
 // its verbs are migrate, rotate-keys, engine-instances, operations and version.
 func NewCommand() *cobra.Command {
-	return newCommand((*Options).Setup)
+	return newCommand((*Options).Prepare, (*Options).Setup)
 }
 
 // ManagerOptions adjusts the backend's manager: Secrets are watched by their metadata and
 // read from the API server (manageropts.UncachedSecrets).
 func ManagerOptions(o *ctrl.Options) { manageropts.UncachedSecrets(o) }
 
-// newCommand is NewCommand with setup adding the controllers (tests replace it).
-func newCommand(setup func(*Options, context.Context, ctrl.Manager, logr.Logger) error) *cobra.Command {
+// newCommand is NewCommand with prepare readying the database (nil: nothing) and setup
+// adding the controllers (tests replace them).
+func newCommand(prepare func(*Options, context.Context, logr.Logger, func(string)) error,
+	setup func(*Options, context.Context, ctrl.Manager, logr.Logger) error) *cobra.Command {
 	opts := &Options{}
+	var prepareOpts func(context.Context, logr.Logger, func(string)) error
+	if prepare != nil {
+		prepareOpts = func(ctx context.Context, log logr.Logger, waiting func(string)) error {
+			return prepare(opts, ctx, log, waiting)
+		}
+	}
 	root := manageropts.Command{
 		Name:            "backend",
 		Summary:         "Reconciles GitOpsDeployments, SyncRuns, ManagedEnvironments and RepositoryCredentials into the database.",
@@ -39,6 +51,7 @@ func newCommand(setup func(*Options, context.Context, ctrl.Manager, logr.Logger)
 		BindFlags:       opts.BindFlags,
 		DeprecatedFlags: DeprecatedFlags,
 		ManagerOptions:  ManagerOptions,
+		Prepare:         prepareOpts,
 		Setup: func(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
 			return setup(opts, ctx, mgr, log)
 		},
@@ -64,9 +77,10 @@ func migrateCommand() *cobra.Command {
 	var down int
 	cmd := &cobra.Command{
 		Use:   "migrate",
-		Short: "Apply the pending database migrations (or revert some with --down N)",
-		Long: `Apply the pending database migrations, under a PostgreSQL advisory lock, and print the
-schema version; with --down N, revert the last N instead (with the binary that has them).`,
+		Short: "Apply the pending database migrations (or revert some with --down N); see its verbs status and force",
+		Long: `Apply the pending database migrations, each in one transaction with its version mark,
+under a PostgreSQL advisory lock, and print the schema version; with --down N, revert the
+last N instead (with the binary that has them).`,
 		Args: manageropts.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -83,9 +97,90 @@ schema version; with --down N, revert the last N instead (with the binary that h
 			return err
 		},
 	}
-	cmd.Flags().AddGoFlagSet(databaseFlags(&cfg))
+	cmd.PersistentFlags().AddGoFlagSet(databaseFlags(&cfg))
 	cmd.Flags().IntVar(&down, "down", 0, "Revert this many migrations instead of applying them.")
+	cmd.AddCommand(migrateStatusCommand(&cfg), migrateForceCommand(&cfg))
 	return cmd
+}
+
+func migrateStatusCommand(cfg *db.Config) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Print the database's schema version, whether it is dirty, and the migrations this binary would apply",
+		Args:  manageropts.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := db.SchemaState(cmd.Context(), *cfg)
+			if err != nil {
+				return err
+			}
+			migrations, err := db.Migrations()
+			if err != nil {
+				return err
+			}
+			return writeSchemaStatus(cmd.OutOrStdout(), s, migrations)
+		},
+	}
+}
+
+func migrateForceCommand(cfg *db.Config) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "force VERSION",
+		Short: "Mark the schema as being at VERSION, clean, without running any migration (after a dirty mark)",
+		Long: `Mark the database's schema as being at VERSION, clean, without running any migration.
+Use it only after checking which migration the schema really is at: a mark that says more
+than the schema holds makes the next migration fail, one that says less runs a migration
+again. Needs --yes.`,
+		Args: manageropts.ExactArgs("VERSION"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			version, err := strconv.ParseUint(args[0], 10, 32)
+			if err != nil {
+				return manageropts.UsageErrorf("VERSION %q is not a schema version (a whole number)", args[0])
+			}
+			if !yes {
+				return manageropts.UsageErrorf("migrate force changes the version mark without migrating: check the schema first, then confirm with --yes")
+			}
+			ctx := cmd.Context()
+			before, err := db.SchemaState(ctx, *cfg)
+			if err != nil {
+				return err
+			}
+			if err := db.ForceSchemaVersion(ctx, *cfg, uint(version)); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "database schema marked at version %d, clean (it was at %s)\n", version, before)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "Confirm that the schema was checked and is at VERSION.")
+	return cmd
+}
+
+// writeSchemaStatus prints what migrate status reports.
+func writeSchemaStatus(w io.Writer, s schema.State, migrations []schema.Migration) error {
+	latest := schema.Latest(migrations)
+	fmt.Fprintf(w, "schema version:   %d\n", s.Version)
+	fmt.Fprintf(w, "dirty:            %t\n", s.Dirty)
+	fmt.Fprintf(w, "compatible from:  %d (the oldest binary schema version that runs against it)\n", s.CompatibleFrom)
+	fmt.Fprintf(w, "this binary:      %d\n", latest)
+	var pending []string
+	for _, m := range migrations {
+		if m.Version > s.Version {
+			pending = append(pending, fmt.Sprintf("%d (%s)", m.Version, m.Name))
+		}
+	}
+	switch {
+	case s.Dirty:
+		fmt.Fprintf(w, "a migration of version %d failed half-way under an earlier release: check which of its statements took effect,\n"+
+			"finish or undo them by hand, then run: backend migrate force VERSION --yes\n", s.Version)
+	case len(pending) > 0:
+		fmt.Fprintf(w, "pending:          %s\n", strings.Join(pending, ", "))
+	}
+	verdict, reason := schema.Judge(s, latest)
+	if verdict == schema.Refuse {
+		fmt.Fprintf(w, "this binary refuses to run: %s\n", reason)
+	}
+	return nil
 }
 
 func rotateKeysCommand() *cobra.Command {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,10 @@ func TestCommandLine(t *testing.T) {
 		clitest.Case{Name: "unknown verb after flags", Args: []string{"--leader-elect=true", "migrat"}, Usage: `unknown command "migrat"`},
 		clitest.Case{Name: "an unknown state", Args: []string{"operations", "list", "--state=Done"}, Usage: `--state "Done" is not one of`},
 		clitest.Case{Name: "unknown verb of a group", Args: []string{"engine-instances", "lis"}, Usage: `unknown command "lis" for "backend engine-instances"`},
-		clitest.Case{Name: "stray argument of migrate", Args: []string{"migrate", "extra"}, Usage: `"backend migrate" takes no arguments`},
+		clitest.Case{Name: "stray argument of migrate", Args: []string{"migrate", "extra"}, Usage: `unknown command "extra" for "backend migrate"`},
+		clitest.Case{Name: "force without a version", Args: []string{"migrate", "force"}, Usage: "takes 1 arguments (VERSION), got 0"},
+		clitest.Case{Name: "force without confirmation", Args: []string{"migrate", "force", "3"}, Usage: "confirm with --yes"},
+		clitest.Case{Name: "force to a word", Args: []string{"migrate", "force", "latest", "--yes"}, Usage: `VERSION "latest" is not a schema version`},
 		clitest.Case{Name: "stray argument of list", Args: []string{"engine-instances", "list", "extra"}, Usage: "takes no arguments"},
 		clitest.Case{Name: "missing argument", Args: []string{"engine-instances", "drain"}, Usage: "takes 1 arguments (ID), got 0"},
 		clitest.Case{Name: "a controller flag on a verb", Args: []string{"migrate", "--leader-elect"}, Usage: "unknown flag: --leader-elect"},
@@ -106,7 +110,7 @@ func TestDeprecatedFlagsAreHidden(t *testing.T) {
 }
 
 func TestEveryVerbIsThere(t *testing.T) {
-	NewWithT(t).Expect(clitest.Verbs(app.NewCommand())).To(ContainElements([]string{"migrate"}, []string{"rotate-keys"},
+	NewWithT(t).Expect(clitest.Verbs(app.NewCommand())).To(ContainElements([]string{"migrate"}, []string{"migrate", "status"}, []string{"migrate", "force"}, []string{"rotate-keys"},
 		[]string{"engine-instances", "list"}, []string{"engine-instances", "simulate"}, []string{"operations", "list"}, []string{"version"},
 		[]string{"completion", "zsh"}))
 }
@@ -137,6 +141,40 @@ func TestMigrateAndListAsJSON(t *testing.T) {
 	res = clitest.Run(t, app.NewCommand(), append([]string{"operations", "list"}, database...)...)
 	g.Expect(res.Err).NotTo(HaveOccurred(), res.Stderr)
 	g.Expect(res.Stdout).To(MatchRegexp(`^ID\s+ENGINE INSTANCE\s+RESOURCE TYPE\s+RESOURCE ID\s+STATE\s+AGE\s+MESSAGE\n$`))
+}
+
+// TestMigrateStatusAndForce: an operator finds a dirty schema with migrate status, and
+// clears the mark with migrate force once the schema is checked; the backend then starts.
+func TestMigrateStatusAndForce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cfg := dbtest.NewConfig(t)
+	database := []string{"--database-url=" + cfg.URL, "--database-allow-insecure"}
+	latest, err := db.LatestSchemaVersion()
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = dbtest.Open(t, cfg).ExecContext(ctx, `UPDATE schema_migrations SET dirty = true`)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	res := clitest.Run(t, app.NewCommand(), append([]string{"migrate", "status"}, database...)...)
+	g.Expect(res.Err).NotTo(HaveOccurred(), res.Stderr)
+	g.Expect(res.Stdout).To(ContainSubstring(fmt.Sprintf("schema version:   %d\n", latest)))
+	g.Expect(res.Stdout).To(ContainSubstring("dirty:            true\n"))
+	g.Expect(res.Stdout).To(ContainSubstring("backend migrate force VERSION --yes"))
+
+	res = clitest.Run(t, app.NewCommand(), append([]string{"migrate"}, database...)...)
+	g.Expect(res.Err).To(MatchError(ContainSubstring("dirty at version %d", latest)))
+
+	res = clitest.Run(t, app.NewCommand(), append([]string{"migrate", "force", fmt.Sprint(latest), "--yes"}, database...)...)
+	g.Expect(res.Err).NotTo(HaveOccurred(), res.Stderr)
+	g.Expect(res.Stdout).To(Equal(fmt.Sprintf("database schema marked at version %d, clean (it was at version %d (dirty))\n", latest, latest)))
+
+	res = clitest.Run(t, app.NewCommand(), append([]string{"migrate", "status"}, database...)...)
+	g.Expect(res.Err).NotTo(HaveOccurred(), res.Stderr)
+	g.Expect(res.Stdout).To(ContainSubstring("dirty:            false\n"))
+	g.Expect(res.Stdout).NotTo(ContainSubstring("pending"))
+	g.Expect(db.SchemaState(ctx, cfg)).To(HaveField("Dirty", false))
+	res = clitest.Run(t, app.NewCommand(), append([]string{"migrate"}, database...)...)
+	g.Expect(res.Err).NotTo(HaveOccurred(), res.Stderr)
 }
 
 func TestOperationRetention(t *testing.T) {

@@ -124,6 +124,12 @@ func (o *Options) ManagerOptions(mo *ctrl.Options) {
 	}
 }
 
+// Prepare waits, before anything touches the database, until its schema is the one this
+// binary was built for (the backend migrates it), and refuses a newer incompatible one.
+func (o *Options) Prepare(ctx context.Context, _ logr.Logger, waiting func(reason string)) error {
+	return db.WaitForSchema(ctx, o.DB, waiting)
+}
+
 // Setup opens the database pool and wires the agent into mgr (see SetupWithDB).
 func (o *Options) Setup(ctx context.Context, mgr manager.Manager, log logr.Logger) error {
 	bdb, err := db.Open(ctx, o.DB)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/scheme"
 	"github.com/gitops-service/gitops-service/backend-shared/testenv"
 	"github.com/gitops-service/gitops-service/tests-e2e/gitserver"
@@ -44,7 +45,7 @@ const (
 // metrics served, and leadership handed over when a leader's pod goes.
 func TestInstallGuide(t *testing.T) {
 	e := newEnvironment(t)
-	ctx, k8s, db, repoURL := context.Background(), e.k8s, e.db, e.repoURL
+	ctx, k8s, database, repoURL := context.Background(), e.k8s, e.db, e.repoURL
 	t.Log("running the install guide")
 	e.runGuide(t, e.root, InstallBlocks, e.release)
 
@@ -114,9 +115,9 @@ func TestInstallGuide(t *testing.T) {
 			return ready, nil
 		}
 		g.Expect(backendReady()).To(Equal(2))
-		g.Expect(db.Stop()).To(Succeed())
+		g.Expect(database.Stop()).To(Succeed())
 		g.Eventually(backendReady).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeZero(), "backends ready without their database")
-		g.Expect(db.Start()).To(Succeed())
+		g.Expect(database.Start()).To(Succeed())
 		g.Eventually(backendReady).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Equal(2), "backends ready again")
 	})
 
@@ -137,6 +138,82 @@ func TestInstallGuide(t *testing.T) {
 		}
 		expectDeploys(t, k8s, tenantNamespace(t, k8s, "tenant-b"), "after-handover", repoURL)
 	})
+
+	// Last: it starts the service again on an empty database.
+	t.Run("the backend and the cluster-agent started together on an empty database, again and again: migrated once, clean", func(t *testing.T) {
+		for round := 1; round <= 3; round++ {
+			t.Logf("round %d: the backend and the cluster-agent start together on an empty database", round)
+			startTogetherOnEmptyDatabase(t, e)
+		}
+		expectDeploys(t, k8s, tenantNamespace(t, k8s, "tenant-c"), "on-a-fresh-database", repoURL)
+	})
+}
+
+// startTogetherOnEmptyDatabase stops the backend and the cluster-agent, empties the
+// database, starts both at once (as applying install.yaml does) and checks that both become
+// available without a restart, with the schema at the release's version and clean.
+func startTogetherOnEmptyDatabase(t *testing.T, e *environment) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	deployments := []string{"gitops-service-backend", "gitops-service-cluster-agent"}
+	scale := func(replicas int32) {
+		for _, name := range deployments {
+			var d appsv1.Deployment
+			g.Expect(e.k8s.Get(ctx, client.ObjectKey{Namespace: serviceNS, Name: name}, &d)).To(Succeed())
+			patch := client.MergeFrom(d.DeepCopy())
+			d.Spec.Replicas = &replicas
+			g.Expect(e.k8s.Patch(ctx, &d, patch)).To(Succeed())
+		}
+	}
+	pods := func(g Gomega) []corev1.Pod {
+		var list corev1.PodList
+		g.Expect(e.k8s.List(ctx, &list, client.InNamespace(serviceNS), client.MatchingLabels{"app.kubernetes.io/part-of": "gitops-service"})).To(Succeed())
+		var out []corev1.Pod
+		for _, p := range list.Items {
+			if name := p.Labels["app.kubernetes.io/name"]; name == "backend" || name == "cluster-agent" {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	scale(0)
+	g.Eventually(pods).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeEmpty())
+
+	admin, err := Connect(ctx, e.c, "postgres")
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, sql := range []string{"DROP DATABASE gitops WITH (FORCE)", "CREATE DATABASE gitops OWNER gitops"} {
+		_, err := admin.Exec(ctx, sql)
+		g.Expect(err).NotTo(HaveOccurred(), sql)
+	}
+	g.Expect(admin.Close(ctx)).To(Succeed())
+
+	scale(2)
+	g.Eventually(func(g Gomega) {
+		for _, name := range deployments {
+			var d appsv1.Deployment
+			g.Expect(e.k8s.Get(ctx, client.ObjectKey{Namespace: serviceNS, Name: name}, &d)).To(Succeed())
+			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(2), "Deployment %s", name)
+		}
+	}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	for _, p := range pods(g) {
+		for _, cs := range p.Status.ContainerStatuses {
+			g.Expect(cs.RestartCount).To(BeZero(), "pod %s restarted: it met the schema before the backend had migrated it", p.Name)
+		}
+	}
+
+	conn, err := Connect(ctx, e.c, "gitops")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = conn.Close(ctx) }()
+	var (
+		version int64
+		dirty   bool
+	)
+	g.Expect(conn.QueryRow(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&version, &dirty)).To(Succeed())
+	latest, err := db.LatestSchemaVersion()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(version).To(BeEquivalentTo(latest))
+	g.Expect(dirty).To(BeFalse())
 }
 
 // environment is a node with everything an install needs beside it: the images imported

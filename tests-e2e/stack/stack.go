@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -38,6 +39,9 @@ type Options struct {
 	Dir string
 	// Binaries to start (default all). Each is built first.
 	Binaries []string
+	// Deferred names binaries of Binaries that Start builds and prepares but does not start:
+	// the test starts them, in its own order, with StartBinary or Launch.
+	Deferred []string
 	// Args adds flags per binary.
 	Args map[string][]string
 	// Progress, if set, is called before each step.
@@ -106,6 +110,15 @@ func (s *Stack) StartBinary(ctx context.Context, name string) error {
 // StartBinaryWithEnv is StartBinary with extra environment variables (NAME=value) for this
 // run of the binary only.
 func (s *Stack) StartBinaryWithEnv(ctx context.Context, name string, env ...string) error {
+	if err := s.Launch(name, env...); err != nil {
+		return err
+	}
+	return s.WaitReady(ctx, name)
+}
+
+// Launch starts a binary of the stack without waiting for it to be ready, with extra
+// environment variables (NAME=value) for this run only.
+func (s *Stack) Launch(name string, env ...string) error {
 	l, ok := s.launches[name]
 	if !ok {
 		return fmt.Errorf("%s is not a binary of this stack", name)
@@ -123,11 +136,24 @@ func (s *Stack) StartBinaryWithEnv(ctx context.Context, name string, env ...stri
 		return err
 	}
 	s.Processes[name] = p
-	if err := waitReady(ctx, p, l.probes); err != nil {
+	return nil
+}
+
+// WaitReady waits until a launched binary's readiness probe answers 200, for a minute at
+// most.
+func (s *Stack) WaitReady(ctx context.Context, name string) error {
+	p := s.Processes[name]
+	if p == nil {
+		return fmt.Errorf("%s was not started", name)
+	}
+	if err := waitReady(ctx, p, s.launches[name].probes); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }
+
+// ProbeAddr is the address of a binary's health probes (GET /healthz and /readyz).
+func (s *Stack) ProbeAddr(name string) string { return s.launches[name].probes }
 
 // StartInstance starts one more process of a binary of BinDir (say, a second cluster-agent)
 // under its own name, against the cluster of kubeconfig, with the flags the stack gives that
@@ -283,6 +309,9 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		}
 		l.args = append(args, opts.Args[name]...)
 		s.launches[name] = l
+		if slices.Contains(opts.Deferred, name) {
+			continue
+		}
 		if err := s.StartBinary(ctx, name); err != nil {
 			return s, err
 		}
