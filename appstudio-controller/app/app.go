@@ -36,6 +36,9 @@ type Options struct {
 	// ProvisionerAPIServerURL is the API server URL written into the kubeconfigs of the
 	// built-in namespace provisioner; empty disables that provisioner.
 	ProvisionerAPIServerURL string
+	// ProvisionerMaxNamespaces bounds the namespaces the built-in provisioner makes for the
+	// claims of one namespace (tenant); 0 means no bound.
+	ProvisionerMaxNamespaces int
 	// PromotionTimeout is how long a PromotionRun waits for every component to be Synced
 	// and Healthy before it completes with Failure.
 	PromotionTimeout time.Duration
@@ -64,6 +67,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProvisionerAPIServerURL, "namespace-provisioner-api-url", "",
 		"API server URL (as reachable by Argo CD) written into the kubeconfigs of the built-in "+provisioner.Name+
 			" DeploymentTarget provisioner; empty disables the provisioner.")
+	fs.IntVar(&o.ProvisionerMaxNamespaces, "namespace-provisioner-max-namespaces", 20,
+		"Most namespaces the built-in "+provisioner.Name+" provisioner makes for the claims of one namespace (tenant); 0 means no bound. "+
+			"A claim past it waits, with the condition Provisioned=False (ProvisioningLimitReached).")
 	fs.BoolVar(&o.SandboxProvisioner, "devsandbox-provisioner", true,
 		"Run the "+sandbox.Name+" DeploymentTarget provisioner, which creates Developer Sandbox SpaceRequests; "+
 			"it is skipped when the API server does not serve toolchain.dev.openshift.com/v1alpha1 SpaceRequests.")
@@ -127,7 +133,7 @@ func (o *Options) Setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) 
 	if o.ProvisionerAPIServerURL != "" {
 		if err := (&provisioner.ClaimReconciler{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("namespace-provisioner"),
-			APIServerURL: o.ProvisionerAPIServerURL, MaxConcurrentReconciles: workers,
+			APIServerURL: o.ProvisionerAPIServerURL, MaxConcurrentReconciles: workers, MaxNamespaces: o.ProvisionerMaxNamespaces,
 		}).SetupWithManager(ctx, mgr); err != nil {
 			return err
 		}

@@ -108,19 +108,23 @@ type harness struct {
 	g   Gomega
 	ctx context.Context
 	ns  string
-	c   client.Client
+	// other is a second tenant's namespace, which the controller also serves.
+	other string
+	c     client.Client
 }
 
-// start runs the appstudio-controller in-process, its cache restricted to a fresh namespace.
+// start runs the appstudio-controller in-process, its cache restricted to two fresh
+// namespaces: the tenant's (ns) and another tenant's (other).
 func start(t *testing.T, mutate ...func(*app.Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, g: NewWithT(t), c: cp.Client, ctx: context.Background()}
 	h.ns = cp.NewNamespace(t, "tenant-")
+	h.other = cp.NewNamespace(t, "other-")
 	opts := &app.Options{MaxConcurrentReconciles: 2, PromotionTimeout: time.Minute}
 	for _, m := range mutate {
 		m(opts)
 	}
-	cp.RunManager(t, []string{h.ns}, opts.Setup, app.ManagerOptions)
+	cp.RunManager(t, []string{h.ns, h.other}, opts.Setup, app.ManagerOptions)
 	return h
 }
 

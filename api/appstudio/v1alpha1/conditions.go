@@ -72,6 +72,10 @@ const (
 	DeploymentTargetClaimReasonSpaceRequestConflict = "SpaceRequestConflict"
 	// DeploymentTargetClaimReasonProvisioned (True): the DeploymentTarget is created.
 	DeploymentTargetClaimReasonProvisioned = "Provisioned"
+	// DeploymentTargetClaimReasonProvisioningLimitReached (False): the claim's namespace
+	// already has as many provisioned namespaces as the installation allows a tenant; the
+	// claim is provisioned once one of them is released.
+	DeploymentTargetClaimReasonProvisioningLimitReached = "ProvisioningLimitReached"
 )
 
 // Reasons of a PromotionRun's Ready condition when no error holds.

@@ -7,6 +7,11 @@
 // completes the binding). When such a DeploymentTarget is deleted (reclaim policy Delete),
 // its namespace is deleted too; with Retain, everything is kept.
 //
+// It acts only on what it made: a claim is provisioned only when its class names this
+// provisioner (a tenant can annotate its claim, not create a class), and a namespace is
+// deleted only when its labels, which only the provisioner writes, name the deleted
+// target's UID and namespace; what the target's spec says is not trusted for that.
+//
 // The ServiceAccount is bound, in its namespace only, to the ClusterRole DeployerRole
 // (manifests/base/appstudio-controller/rbac.yaml): every verb on every kind. The built-in
 // admin role would not do: it leaves out kinds Argo CD must list and watch (podtemplates).
@@ -46,9 +51,15 @@ const (
 	TokenSecretName    = "deployer-token"
 	// DeployerRole is the ClusterRole the RoleBinding grants in the provisioned namespace.
 	DeployerRole = "gitops-service-namespace-deployer"
-	// LabelClaimUID on a provisioned namespace holds the UID of the claim it was made for;
-	// only namespaces with it are ever deleted by the provisioner.
-	LabelClaimUID = "provisioner.appstudio.redhat.com/claim-uid"
+	// LabelClaimUID on a provisioned namespace holds the UID of the claim it was made for,
+	// LabelClaimNamespace the claim's namespace (the tenant's), and LabelTargetUID the UID of
+	// the DeploymentTarget made with it: only the namespace whose labels name a deleted
+	// target's UID and namespace is deleted with it.
+	LabelClaimUID       = "provisioner.appstudio.redhat.com/claim-uid"
+	LabelClaimNamespace = "provisioner.appstudio.redhat.com/claim-namespace"
+	LabelTargetUID      = "provisioner.appstudio.redhat.com/target-uid"
+	// limitRecheck is how often a claim held back by MaxNamespaces looks again.
+	limitRecheck = 10 * time.Second
 	// tokenPoll is how often the token Secret is re-read while the controller-manager fills it.
 	tokenPoll = 2 * time.Second
 )
@@ -86,11 +97,16 @@ type ClaimReconciler struct {
 	Recorder                record.EventRecorder
 	APIServerURL            string
 	MaxConcurrentReconciles int
+	// MaxNamespaces bounds the namespaces provisioned for the claims of one namespace
+	// (tenant); 0 means no bound.
+	MaxNamespaces int
 }
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;create;patch
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=create
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=create
@@ -118,13 +134,19 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if dtc.Annotations[appstudio.AnnTargetProvisioner] != Name || !dtc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	if ours, err := ClassNames(ctx, r.Client, dtc, Name); err != nil || !ours {
+		return ctrl.Result{}, err // the tenant's own annotation, without a class of this provisioner
+	}
 	nsName, dtName := Names(dtc)
 	dt := &appstudio.DeploymentTarget{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: dtc.Namespace, Name: dtName}, dt); err == nil {
 		// Provisioned (the binder binds it). A target provisioned by an earlier release
-		// gets the current grant.
+		// gets the current grant and labels.
 		if dt.DeletionTimestamp.IsZero() {
 			if err := r.ensure(ctx, deployerBinding(nsName)); err != nil {
+				return ctrl.Result{}, err
+			}
+			if err := r.labelNamespace(ctx, nsName, dtc, dt); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -136,8 +158,16 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, nil // bound to another target
 	}
 
+	if limited, err := r.limitReached(ctx, dtc, nsName); err != nil || limited {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: limitRecheck}, SetCondition(ctx, r.Client, r.Recorder, dtc, metav1.ConditionFalse,
+			appstudio.DeploymentTargetClaimReasonProvisioningLimitReached,
+			fmt.Sprintf("Namespace %s has at most %d provisioned namespaces, all in use: delete a claim of it to release one", dtc.Namespace, r.MaxNamespaces))
+	}
 	if err := r.ensure(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName,
-		Labels: map[string]string{LabelClaimUID: string(dtc.UID)}}}); err != nil {
+		Labels: map[string]string{LabelClaimUID: string(dtc.UID), LabelClaimNamespace: dtc.Namespace}}}); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.ensure(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: ServiceAccountName}}); err != nil {
@@ -188,14 +218,59 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Client.Create(ctx, dt); err != nil {
 		return ctrl.Result{}, client.IgnoreAlreadyExists(err)
 	}
+	if err := r.labelNamespace(ctx, nsName, dtc, dt); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.ownSecret(ctx, dt); err != nil {
 		return ctrl.Result{}, err
 	}
 	log.Info("provisioned deployment target", "deploymentTarget", dtName, "targetNamespace", nsName)
-	if r.Recorder != nil {
-		r.Recorder.Eventf(dtc, corev1.EventTypeNormal, "Provisioned", "Provisioned DeploymentTarget %s for namespace %s", dtName, nsName)
+	return ctrl.Result{}, SetCondition(ctx, r.Client, r.Recorder, dtc, metav1.ConditionTrue, appstudio.DeploymentTargetClaimReasonProvisioned,
+		fmt.Sprintf("Provisioned DeploymentTarget %s for namespace %s", dtName, nsName))
+}
+
+// labelNamespace binds the provisioned namespace to its target: the target's UID and the
+// claim's namespace, on the namespace made for this claim (its claim UID label) only.
+func (r *ClaimReconciler) labelNamespace(ctx context.Context, nsName string, dtc *appstudio.DeploymentTargetClaim, dt *appstudio.DeploymentTarget) error {
+	ns := &corev1.Namespace{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Name: nsName}, ns); err != nil {
+		return client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{}, nil
+	if ns.Labels[LabelClaimUID] != string(dtc.UID) || !ns.DeletionTimestamp.IsZero() {
+		return nil // not made for this claim
+	}
+	if ns.Labels[LabelTargetUID] == string(dt.UID) && ns.Labels[LabelClaimNamespace] == dtc.Namespace {
+		return nil
+	}
+	if ns.Labels[LabelTargetUID] != "" {
+		return nil // bound to the target it was made with; a later one of the same name is not it
+	}
+	patch := client.MergeFromWithOptions(ns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	ns.Labels[LabelTargetUID] = string(dt.UID)
+	ns.Labels[LabelClaimNamespace] = dtc.Namespace
+	return r.Client.Patch(ctx, ns, patch)
+}
+
+// limitReached says whether the claim's namespace already has MaxNamespaces provisioned
+// namespaces (not counting nsName, the claim's own, nor those being deleted).
+func (r *ClaimReconciler) limitReached(ctx context.Context, dtc *appstudio.DeploymentTargetClaim, nsName string) (bool, error) {
+	if r.MaxNamespaces <= 0 {
+		return false, nil
+	}
+	list := &corev1.NamespaceList{}
+	if err := r.Reader.List(ctx, list, client.MatchingLabels{LabelClaimNamespace: dtc.Namespace}); err != nil {
+		return false, err
+	}
+	n := 0
+	for _, ns := range list.Items {
+		if ns.Name == nsName {
+			return false, nil // already made: carry on
+		}
+		if ns.DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	return n >= r.MaxNamespaces, nil
 }
 
 // deployerBinding grants the provisioned ServiceAccount DeployerRole in its namespace.
@@ -255,7 +330,7 @@ type TargetReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;delete
 
 // SetupWithManager registers the controller.
 func (r *TargetReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
@@ -266,7 +341,9 @@ func (r *TargetReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager)
 		Complete(r)
 }
 
-// Reconcile deletes the namespace of a deleted provisioned target.
+// Reconcile deletes the namespace of a deleted provisioned target: the one whose labels name
+// the target's UID and namespace. The target's spec (its default namespace) and
+// annotations are the tenant's to write, so they choose nothing here.
 func (r *TargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	dt := &appstudio.DeploymentTarget{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
@@ -276,19 +353,19 @@ func (r *TargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		!controllerutil.ContainsFinalizer(dt, appstudio.FinalizerDT) {
 		return ctrl.Result{}, nil
 	}
-	nsName := dt.Spec.KubernetesClusterCredentials.DefaultNamespace
-	ns := &corev1.Namespace{}
-	err := r.Reader.Get(ctx, client.ObjectKey{Name: nsName}, ns)
-	switch {
-	case err == nil && ns.Labels[LabelClaimUID] != "":
-		if ns.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); err != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, err
-			}
-			ctrl.LoggerFrom(ctx).Info("deleting provisioned namespace", "targetNamespace", nsName)
-		}
-	case err != nil && !apierrors.IsNotFound(err):
+	list := &corev1.NamespaceList{}
+	if err := r.Reader.List(ctx, list, client.MatchingLabels{LabelTargetUID: string(dt.UID), LabelClaimNamespace: dt.Namespace}); err != nil {
 		return ctrl.Result{}, err
+	}
+	for i := range list.Items {
+		ns := &list.Items[i]
+		if !ns.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		ctrl.LoggerFrom(ctx).Info("deleting provisioned namespace", "targetNamespace", ns.Name)
 	}
 	controllerutil.RemoveFinalizer(dt, appstudio.FinalizerDT)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, dt))

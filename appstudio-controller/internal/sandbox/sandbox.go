@@ -16,13 +16,11 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
@@ -97,6 +95,9 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	if dtc.Annotations[appstudio.AnnTargetProvisioner] != Name || !dtc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if ours, err := provisioner.ClassNames(ctx, r.Client, dtc, Name); err != nil || !ours {
+		return ctrl.Result{}, err // the tenant's own annotation, without a class of this provisioner
 	}
 	srName, dtName := Names(dtc)
 	dt := &appstudio.DeploymentTarget{}
@@ -228,39 +229,7 @@ func (r *ClaimReconciler) handOver(ctx context.Context, dtc *appstudio.Deploymen
 
 // setCondition writes the claim's Provisioned condition, with an Event when it changes.
 func (r *ClaimReconciler) setCondition(ctx context.Context, dtc *appstudio.DeploymentTargetClaim, status metav1.ConditionStatus, reason, msg string) error {
-	prev := meta.FindStatusCondition(dtc.Status.Conditions, appstudio.DeploymentTargetClaimConditionProvisioned)
-	if prev != nil && prev.Status == status && prev.Reason == reason && prev.Message == msg && prev.ObservedGeneration == dtc.Generation {
-		return nil
-	}
-	changed := prev == nil || prev.Status != status || prev.Reason != reason // before SetStatusCondition changes *prev
-	meta.SetStatusCondition(&dtc.Status.Conditions, metav1.Condition{Type: appstudio.DeploymentTargetClaimConditionProvisioned,
-		Status: status, Reason: reason, Message: msg, ObservedGeneration: dtc.Generation})
-	// Only the conditions (a merge patch replaces the list; the binder patches the phase),
-	// and only over the copy they were read from: the list also holds the binder's Ready.
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": dtc.ResourceVersion},
-		"status":   map[string]any{"conditions": dtc.Status.Conditions},
-	})
-	if err != nil {
-		return err
-	}
-	if err := r.Client.Status().Patch(ctx, dtc, client.RawPatch(client.Merge.Type(), patch)); err != nil {
-		if apierrors.IsConflict(err) {
-			// The claim changed since it was read: its watch runs this reconcile again.
-			ctrl.LoggerFrom(ctx).V(1).Info("Stale claim; retrying", "error", err.Error())
-			return nil
-		}
-		return client.IgnoreNotFound(err)
-	}
-	if changed {
-		typ := corev1.EventTypeNormal
-		if status == metav1.ConditionFalse && reason != appstudio.DeploymentTargetClaimReasonWaitingForSpaceRequest {
-			typ = corev1.EventTypeWarning
-		}
-		ctrl.LoggerFrom(ctx).Info("claim provisioning condition changed", "reason", reason, "message", msg)
-		r.event(dtc, typ, reason, msg)
-	}
-	return nil
+	return provisioner.SetCondition(ctx, r.Client, r.Recorder, dtc, status, reason, msg)
 }
 
 func (r *ClaimReconciler) event(o client.Object, typ, reason, msg string) {
