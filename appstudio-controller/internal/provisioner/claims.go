@@ -70,4 +70,3 @@ func SetCondition(ctx context.Context, c client.Client, recorder record.EventRec
 	}
 	return nil
 }
-
