@@ -77,9 +77,9 @@ func installToolchain() error {
 }
 
 // installDeployerRole creates the ClusterRole that the namespace provisioner grants, as
-// manifests/base/appstudio-controller/rbac.yaml installs it.
+// manifests/components/namespace-provisioner/rbac.yaml installs it.
 func installDeployerRole() error {
-	data, err := os.ReadFile(filepath.Join("..", "..", "manifests", "base", "appstudio-controller", "rbac.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "manifests", "components", "namespace-provisioner", "rbac.yaml"))
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func installDeployerRole() error {
 		role := &rbacv1.ClusterRole{}
 		if err := dec.Decode(role); err != nil {
 			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("manifests/base/appstudio-controller/rbac.yaml has no ClusterRole %s", provisioner.DeployerRole)
+				return fmt.Errorf("manifests/components/namespace-provisioner/rbac.yaml has no ClusterRole %s", provisioner.DeployerRole)
 			}
 			return err
 		}

@@ -29,7 +29,9 @@ import (
 //     +kubebuilder:rbac markers by `make manifests`;
 //   - manifests/base/<binary>/rbac.yaml: its ServiceAccount, the bindings of the generated
 //     roles (cluster-wide, or only in the engine namespace for the cluster-agent), and the
-//     leader-election Role and its binding.
+//     leader-election Role and its binding;
+//   - for the appstudio-controller, whose namespace provisioner the stack runs, also
+//     manifests/rbac/namespace-provisioner and manifests/components/namespace-provisioner.
 //
 // Both are read from this checkout when the stack starts and applied unchanged, so a call a
 // binary makes without a marker is refused as it would be in a cluster.
@@ -49,20 +51,30 @@ func rbacObjects(name string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	generated, err := filepath.Glob(filepath.Join(root, "manifests", "rbac", name, "*.yaml"))
-	if err != nil {
-		return nil, err
+	roles := []string{name}
+	extra := []string{filepath.Join(root, "manifests", "base", name, "rbac.yaml")}
+	if name == "appstudio-controller" {
+		// The stack runs the namespace provisioner, so it adds the component that grants it.
+		roles = append(roles, "namespace-provisioner")
+		extra = append(extra, filepath.Join(root, "manifests", "components", "namespace-provisioner", "rbac.yaml"))
 	}
 	var files []string
-	for _, f := range generated {
-		if filepath.Base(f) != "kustomization.yaml" {
-			files = append(files, f)
+	for _, role := range roles {
+		generated, err := filepath.Glob(filepath.Join(root, "manifests", "rbac", role, "*.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		n := len(files)
+		for _, f := range generated {
+			if filepath.Base(f) != "kustomization.yaml" {
+				files = append(files, f)
+			}
+		}
+		if len(files) == n {
+			return nil, fmt.Errorf("no generated roles in manifests/rbac/%s (run make manifests)", role)
 		}
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no generated roles in manifests/rbac/%s (run make manifests)", name)
-	}
-	files = append(files, filepath.Join(root, "manifests", "base", name, "rbac.yaml"))
+	files = append(files, extra...)
 	var objs []*unstructured.Unstructured
 	for _, file := range files {
 		data, err := os.ReadFile(file)

@@ -13,7 +13,7 @@
 // target's UID and namespace; what the target's spec says is not trusted for that.
 //
 // The ServiceAccount is bound, in its namespace only, to the ClusterRole DeployerRole
-// (manifests/base/appstudio-controller/rbac.yaml): every verb on every kind. The built-in
+// (manifests/components/namespace-provisioner/rbac.yaml): every verb on every kind. The built-in
 // admin role would not do: it leaves out kinds Argo CD must list and watch (podtemplates).
 package provisioner
 

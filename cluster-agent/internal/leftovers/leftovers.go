@@ -53,7 +53,9 @@ type Store interface {
 	DeleteLeftovers(ctx context.Context, idb bun.IDB, engineInstanceID, applicationName string) error
 }
 
-// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// The token of Argo CD's application controller only (DefaultArgoCDServiceAccount; an
+// installation that names another with --argocd-service-account changes resourceNames).
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create,resourceNames=argocd-application-controller
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list
 
 // Remover deletes the recorded leftovers of this engine instance once they are due.
