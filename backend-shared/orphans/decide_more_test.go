@@ -3,6 +3,7 @@ package orphans
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -148,7 +149,7 @@ func TestRemoveStopsAtAResourceItCannotRead(t *testing.T) {
 	g.Expect(cp.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "last",
 		Annotations: map[string]string{AnnotationTrackingID: TrackingID(app, last)}}})).To(Succeed())
 
-	removed, err := Remove(ctx, cp.Client, app, ns, []Resource{first, unknown, last}, func(Resource) bool { return false })
+	removed, err := Remove(ctx, cp.Client, app, ns, time.Now().Add(time.Minute), []Resource{first, unknown, last}, func(Resource) bool { return false })
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(HavePrefix("reading Widget " + ns + "/w"))
 	// What was deleted before the failure is reported; nothing after it is touched.
@@ -162,7 +163,7 @@ func TestRemoveDoesNotReadOutsideTheDestination(t *testing.T) {
 	// An unreadable kind outside the destination is decided without a read, so it cannot fail.
 	elsewhere := Resource{Group: "example.com", Version: "v1", Kind: "Widget", Namespace: "kube-system", Name: "w"}
 	clusterScoped := Resource{Group: "example.com", Version: "v1", Kind: "ClusterWidget", Name: "w"}
-	removed, err := Remove(ctx, cp.Client, "gitopsdepl-x", ns, []Resource{elsewhere, clusterScoped}, func(Resource) bool {
+	removed, err := Remove(ctx, cp.Client, "gitopsdepl-x", ns, time.Now().Add(time.Minute), []Resource{elsewhere, clusterScoped}, func(Resource) bool {
 		t.Error("asked whether a live application tracks a resource outside the destination")
 		return false
 	})

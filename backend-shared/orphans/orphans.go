@@ -74,26 +74,35 @@ const (
 	// KeepNotTracked: the resource's tracking id is not the deleted Application's: another
 	// Application deployed it since, or something else made it.
 	KeepNotTracked Verdict = "KeepNotTracked"
+	// KeepCreatedSince: the resource was created after the leftovers were recorded, so the
+	// deleted Application never deployed it, whatever its tracking id says: its namespace
+	// was re-created or restored from a backup since.
+	KeepCreatedSince Verdict = "KeepCreatedSince"
 )
 
 // Live is what the caller read of a listed resource: whether it exists, its annotations,
-// and whether a live Application lists it in its status.
+// whether a live Application lists it in its status, and whether it was created after the
+// leftovers were recorded.
 type Live struct {
-	Exists        bool
-	Annotations   map[string]string
-	TrackedByLive bool
+	Exists             bool
+	Annotations        map[string]string
+	TrackedByLive      bool
+	CreatedAfterRecord bool
 }
 
 // Decide says what to do with a resource the deleted application's status listed, given
 // the deployment's destination namespace and what is live now. Only a resource in the
-// destination namespace that still carries the deleted Application's own tracking id, that
-// no live Application lists, and that has not opted out, is deleted.
+// destination namespace that existed when the leftovers were recorded, that still carries
+// the deleted Application's own tracking id, that no live Application lists, and that has
+// not opted out, is deleted.
 func Decide(application, destination string, r Resource, live Live) Verdict {
 	switch {
 	case r.Namespace == "" || r.Namespace != destination:
 		return KeepOutsideDestination
 	case !live.Exists:
 		return Gone
+	case live.CreatedAfterRecord:
+		return KeepCreatedSince
 	case live.Annotations[AnnotationTrackingID] != TrackingID(application, r):
 		return KeepNotTracked
 	case live.TrackedByLive:

@@ -26,6 +26,8 @@ func TestDecide(t *testing.T) {
 		{"tracked by another application", cm, Live{Exists: true, Annotations: map[string]string{
 			AnnotationTrackingID: "gitopsdepl-2:/ConfigMap:team-a/settings"}}, "team-a", KeepNotTracked},
 		{"not tracked at all", cm, Live{Exists: true}, "team-a", KeepNotTracked},
+		{"created since the record: its namespace was re-created or restored", cm,
+			Live{Exists: true, Annotations: ours, CreatedAfterRecord: true}, "team-a", KeepCreatedSince},
 		{"outside the destination", cm, Live{Exists: true, Annotations: ours}, "team-b", KeepOutsideDestination},
 		{"cluster-scoped", Resource{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "x"},
 			Live{Exists: true, Annotations: map[string]string{

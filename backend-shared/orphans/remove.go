@@ -3,6 +3,7 @@ package orphans
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,11 +12,13 @@ import (
 )
 
 // Remove deletes, through c (a client for the deployment's destination cluster), each
-// listed resource that Decide allows, and returns those it deleted. trackedByLive says
-// whether a live Application lists a resource. The delete carries the resourceVersion that
+// listed resource that Decide allows, and returns those it deleted. recordedAt is when the
+// leftovers were recorded: a resource created after it is not the deleted Application's
+// (its namespace was re-created or restored since). trackedByLive says whether a live
+// Application lists a resource. The delete carries the resourceVersion that
 // was decided on, so a resource changed meanwhile (taken over by another Application,
 // opted out) is left alone.
-func Remove(ctx context.Context, c client.Client, application, destination string, resources []Resource,
+func Remove(ctx context.Context, c client.Client, application, destination string, recordedAt time.Time, resources []Resource,
 	trackedByLive func(Resource) bool) ([]Resource, error) {
 	var removed []Resource
 	for _, r := range resources {
@@ -26,7 +29,9 @@ func Remove(ctx context.Context, c client.Client, application, destination strin
 			err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, obj)
 			switch {
 			case err == nil:
-				live = Live{Exists: true, Annotations: obj.GetAnnotations(), TrackedByLive: trackedByLive(r)}
+				// Creation times are whole seconds: one in the second of the record is older.
+				live = Live{Exists: true, Annotations: obj.GetAnnotations(), TrackedByLive: trackedByLive(r),
+					CreatedAfterRecord: obj.GetCreationTimestamp().After(recordedAt)}
 			case !apierrors.IsNotFound(err):
 				return removed, fmt.Errorf("reading %s: %w", r, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +44,7 @@ func TestRemoveDeletesOnlyWhatTheDeletedApplicationStillTracks(t *testing.T) {
 	listedByLive := configMap(ns, "listed-by-live", tracked(ns, "listed-by-live"))
 	missing := Resource{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "missing"}
 
-	removed, err := Remove(ctx, cp.Client, app, ns, []Resource{leftBehind, optedOut, takenOver, elsewhere, listedByLive, missing},
+	removed, err := Remove(ctx, cp.Client, app, ns, time.Now().Add(time.Minute), []Resource{leftBehind, optedOut, takenOver, elsewhere, listedByLive, missing},
 		func(r Resource) bool { return r == listedByLive })
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(removed).To(ConsistOf(leftBehind))

@@ -136,3 +136,35 @@ func TestLeftoversOnAManagedEnvironmentAreRemovedWithItsCredentials(t *testing.T
 		return e.store.DueLeftovers(e.ctx, e.db, e.id.InstanceID, time.Now().Add(time.Hour), 10)
 	}, timeout, interval).Should(BeEmpty(), "both records are dropped")
 }
+
+// TestLeftoversInARecreatedNamespaceAreKept: a namespace deleted and created again (or
+// restored from a backup) before the grace period ends holds new objects, even where they
+// carry the deleted Application's tracking id: the agent removes none of them.
+func TestLeftoversInARecreatedNamespaceAreKept(t *testing.T) {
+	e := startAgent(t, true, func(o *agent.Options) { o.OrphanGracePeriod = time.Second })
+	g := e.g()
+	_, _, err := cp.ServiceAccountKubeconfig(e.ctx, e.ns, leftovers.DefaultArgoCDServiceAccount)
+	g.Expect(err).NotTo(HaveOccurred())
+	target := cp.NewNamespace(t, "restored-")
+	const app = "gitopsdepl-before-restore"
+	r := orphans.Resource{Version: "v1", Kind: "ConfigMap", Namespace: target, Name: "settings"}
+	tracked := map[string]string{orphans.AnnotationTrackingID: orphans.TrackingID(app, r)}
+	g.Expect(e.c.Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: r.Name, Annotations: tracked}})).To(Succeed())
+	g.Expect(e.store.RecordLeftovers(e.ctx, e.db, &db.Leftovers{EngineInstanceID: e.id.InstanceID, ApplicationName: app,
+		DestinationServer: argocd.InClusterServer, DestinationNamespace: target, Resources: []orphans.Resource{r},
+		RemoveAfter: time.Now().Add(time.Hour)})).To(Succeed())
+
+	// The namespace's objects go with it (no namespace controller runs here: the object is
+	// deleted as the namespace controller would), and come back restored.
+	g.Expect(e.c.Delete(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: r.Name}})).To(Succeed())
+	time.Sleep(time.Second) // creation times are whole seconds
+	g.Expect(e.c.Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: r.Name, Annotations: tracked}})).To(Succeed())
+	_, err = e.db.NewUpdate().Table("leftover_resources").Set("remove_after = now()").Where("application_name = ?", app).Exec(e.ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Eventually(func() ([]db.Leftovers, error) {
+		return e.store.DueLeftovers(e.ctx, e.db, e.id.InstanceID, time.Now().Add(time.Hour), 10)
+	}, timeout, interval).Should(BeEmpty(), "the record is handled")
+	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: target, Name: r.Name}, &corev1.ConfigMap{})).To(Succeed(),
+		"the restored ConfigMap is still there")
+}

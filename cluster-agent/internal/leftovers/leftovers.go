@@ -138,7 +138,7 @@ func (r *Remover) remove(ctx context.Context, l *db.Leftovers, live *liveApplica
 	if err != nil {
 		return fmt.Errorf("connecting to the destination of Application %s: %w", l.ApplicationName, err)
 	}
-	removed, err := orphans.Remove(ctx, c, l.ApplicationName, l.DestinationNamespace, l.Resources, func(res orphans.Resource) bool {
+	removed, err := orphans.Remove(ctx, c, l.ApplicationName, l.DestinationNamespace, l.CreatedAt, l.Resources, func(res orphans.Resource) bool {
 		return live.lists(l.DestinationName, l.DestinationServer, res)
 	})
 	if len(removed) > 0 {
