@@ -24,7 +24,9 @@ import (
 type GitWebhook struct {
 	Addr    string
 	CertDir string
-	client  *http.Client
+	// CAPEM is the authority of the receiver's certificate.
+	CAPEM  []byte
+	client *http.Client
 }
 
 func newGitWebhook(dir string) (*GitWebhook, error) {
@@ -32,7 +34,7 @@ func newGitWebhook(dir string) (*GitWebhook, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &GitWebhook{Addr: freeAddr(), CertDir: filepath.Join(dir, "git-webhook-certs")}
+	w := &GitWebhook{Addr: freeAddr(), CertDir: filepath.Join(dir, "git-webhook-certs"), CAPEM: caPEM}
 	if err := os.MkdirAll(w.CertDir, 0o700); err != nil {
 		return nil, err
 	}

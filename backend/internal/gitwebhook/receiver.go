@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -34,17 +35,29 @@ const (
 // PathPrefix is where the receiver answers: PathPrefix + <namespace>.
 const PathPrefix = "/hooks/"
 
-// maxPayload bounds a payload (GitHub sends at most 25 MB; pushes are far smaller).
-const maxPayload = 5 << 20
+// maxPayload bounds a payload. A push's payload lists at most 20 commits on GitHub (and
+// fewer elsewhere), well under this; what is larger is refused unread beyond it.
+const maxPayload = 2 << 20
 
-// maxLimiters bounds the namespaces whose request rate is remembered.
+// maxLimiters bounds the namespaces, and the sources, whose request rate is remembered.
 const maxLimiters = 10000
 
-// Default rate of requests per namespace.
+// Default rate of verified pushes per namespace, and of requests per source address.
 const (
-	DefaultRate  = 5
-	DefaultBurst = 20
+	DefaultRate        = 5
+	DefaultBurst       = 20
+	DefaultSourceRate  = 20
+	DefaultSourceBurst = 40
 )
+
+// DefaultMaxInFlight bounds the requests the receiver works on at once: with maxPayload,
+// it bounds the memory that requests can hold (32 × 2 MiB), whoever sends them.
+const DefaultMaxInFlight = 32
+
+// notAccepted is the one answer to a request that no webhook of the address accepts: no
+// such namespace, no Secret, no key in it, no signature or a wrong one. One answer for all,
+// so that nobody learns from it which namespaces have webhooks.
+const notAccepted = "no webhook at this address accepts this request: check the address and that the payload is signed with the namespace's webhook secret"
 
 var requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "gitops_git_webhook_requests_total",
@@ -64,13 +77,23 @@ type Receiver struct {
 	// Cache, when set, is the manager's cache: the Secret is read only once its metadata
 	// is there, so that requests naming namespaces without one cost the API server nothing.
 	Cache client.Reader
-	// Rate and Burst limit each namespace's requests, so that a flood aimed at one tenant
-	// never slows another.
+	// Rate and Burst limit each namespace's verified pushes, so that a tenant's pushes
+	// never slow another's; requests that are not verified never count against a namespace.
 	Rate  rate.Limit
 	Burst int
+	// SourceRate and SourceBurst limit the requests of each source address, verified or not.
+	SourceRate  rate.Limit
+	SourceBurst int
+	// MaxInFlight bounds the requests worked on at once (default DefaultMaxInFlight), an
+	// eighth of them from one source address; one more is answered 503 at once, unread.
+	MaxInFlight int
 
-	mu       sync.Mutex
-	limiters map[string]*rate.Limiter
+	once        sync.Once
+	inFlight    chan struct{}
+	mu          sync.Mutex
+	fromSource  map[string]int
+	byNamespace limiters
+	bySource    limiters
 }
 
 // Result is the receiver's answer to a push.
@@ -82,7 +105,18 @@ type Result struct {
 
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	provider := "unknown"
-	code, result := r.serve(req, &provider)
+	var (
+		code   int
+		result Result
+	)
+	if release, ok := r.admit(sourceOf(req)); ok {
+		code, result = r.serve(req, &provider)
+		release()
+	} else {
+		code, result = http.StatusServiceUnavailable, Result{Message: "the receiver is busy; the Git host retries"}
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Connection", "close")
+	}
 	requests.WithLabelValues(provider, fmt.Sprint(code)).Inc()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -97,35 +131,44 @@ func (r *Receiver) serve(req *http.Request, provider *string) (int, Result) {
 	if !ok || len(validation.IsDNS1123Label(namespace)) > 0 {
 		return http.StatusNotFound, Result{Message: "the webhook address is " + PathPrefix + "<namespace>"}
 	}
-	if !r.limiter(namespace).Allow() {
-		return http.StatusTooManyRequests, Result{Message: fmt.Sprintf("too many webhook requests for namespace %s; retry later", namespace)}
+	if !r.bySource.get(sourceOf(req), r.SourceRate, r.SourceBurst, DefaultSourceRate, DefaultSourceBurst).Allow() {
+		return http.StatusTooManyRequests, Result{Message: "too many webhook requests from this address; retry later"}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, maxPayload))
-	if err != nil {
-		return http.StatusRequestEntityTooLarge, Result{Message: fmt.Sprintf("the payload is larger than %d bytes or could not be read", maxPayload)}
-	}
+	// The Secret first: a request for a namespace without one is answered before its
+	// payload is read.
 	ctx := req.Context()
 	secret := &corev1.Secret{}
 	if err := r.getSecret(ctx, client.ObjectKey{Namespace: namespace, Name: SecretName}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return http.StatusNotFound, Result{Message: fmt.Sprintf("Git webhooks are not enabled for namespace %s: it has no Secret %s", namespace, SecretName)}
+			return http.StatusUnauthorized, Result{Message: notAccepted}
 		}
 		ctrl.LoggerFrom(ctx).Error(err, "Reading the Git webhook Secret", "namespace", namespace)
 		return http.StatusServiceUnavailable, Result{Message: "the receiver could not read the namespace's webhook Secret; the Git host retries"}
 	}
 	key := secret.Data[SecretKey]
 	if len(key) == 0 {
-		return http.StatusNotFound, Result{Message: fmt.Sprintf("Secret %s of namespace %s has no key %q", SecretName, namespace, SecretKey)}
+		return http.StatusUnauthorized, Result{Message: notAccepted}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, maxPayload))
+	if err != nil {
+		return http.StatusRequestEntityTooLarge, Result{Message: fmt.Sprintf("the payload is larger than %d bytes or could not be read", maxPayload)}
 	}
 	push, err := Parse(req.Header, body, key)
+	switch {
+	case errors.Is(err, ErrUnsigned), errors.Is(err, ErrBadSignature), errors.Is(err, ErrUnknownEvent):
+		ctrl.LoggerFrom(ctx).V(1).Info("Refused an unverified Git webhook request", "namespace", namespace, "reason", err.Error())
+		return http.StatusUnauthorized, Result{Message: notAccepted}
+	}
 	if push.Provider != "" {
 		*provider = push.Provider
+	}
+	// Verified: only now does the request count against the namespace.
+	if !r.byNamespace.get(namespace, r.Rate, r.Burst, DefaultRate, DefaultBurst).Allow() {
+		return http.StatusTooManyRequests, Result{Message: fmt.Sprintf("too many webhook requests for namespace %s; retry later", namespace)}
 	}
 	switch {
 	case errors.Is(err, errIgnored):
 		return http.StatusOK, Result{Message: "not a push to a branch: nothing to refresh"}
-	case errors.Is(err, ErrUnsigned), errors.Is(err, ErrBadSignature):
-		return http.StatusUnauthorized, Result{Message: err.Error()}
 	case err != nil:
 		return http.StatusBadRequest, Result{Message: err.Error()}
 	}
@@ -169,27 +212,77 @@ func (r *Receiver) refresh(req *http.Request, namespace string, push Push) ([]st
 	return refreshed, errors.Join(errs...)
 }
 
-// limiter is the namespace's rate limiter.
-func (r *Receiver) limiter(namespace string) *rate.Limiter {
+// admit takes a place among the requests in flight for a request from source, if one is
+// free: one source holds at most an eighth of them, so that a few addresses cannot take
+// every place from the Git hosts.
+func (r *Receiver) admit(source string) (release func(), ok bool) {
+	r.once.Do(func() {
+		n := r.MaxInFlight
+		if n <= 0 {
+			n = DefaultMaxInFlight
+		}
+		r.inFlight = make(chan struct{}, n)
+		r.fromSource = map[string]int{}
+	})
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.limiters == nil {
-		r.limiters = map[string]*rate.Limiter{}
+	if r.fromSource[source] >= max(1, cap(r.inFlight)/8) {
+		r.mu.Unlock()
+		return nil, false
 	}
-	l, ok := r.limiters[namespace]
+	select {
+	case r.inFlight <- struct{}{}:
+	default:
+		r.mu.Unlock()
+		return nil, false
+	}
+	r.fromSource[source]++
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		if r.fromSource[source]--; r.fromSource[source] == 0 {
+			delete(r.fromSource, source)
+		}
+		r.mu.Unlock()
+		<-r.inFlight
+	}, true
+}
+
+// sourceOf is the address a request comes from (without its port).
+func sourceOf(req *http.Request) string {
+	host, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		return req.RemoteAddr
+	}
+	return host
+}
+
+// limiters are rate limiters by key (a namespace, a source address), at most maxLimiters
+// of them.
+type limiters struct {
+	mu sync.Mutex
+	m  map[string]*rate.Limiter
+}
+
+// get returns key's limiter, made with limit and burst (or the defaults when limit is 0).
+func (l *limiters) get(key string, limit rate.Limit, burst int, defaultLimit rate.Limit, defaultBurst int) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]*rate.Limiter{}
+	}
+	lim, ok := l.m[key]
 	if !ok {
-		if len(r.limiters) >= maxLimiters {
-			// Requests naming many namespaces: start afresh rather than grow without bound.
-			r.limiters = map[string]*rate.Limiter{}
+		if len(l.m) >= maxLimiters {
+			// Requests naming many keys: start afresh rather than grow without bound.
+			l.m = map[string]*rate.Limiter{}
 		}
-		limit, burst := r.Rate, r.Burst
 		if limit == 0 {
-			limit, burst = DefaultRate, DefaultBurst
+			limit, burst = defaultLimit, defaultBurst
 		}
-		l = rate.NewLimiter(limit, burst)
-		r.limiters[namespace] = l
+		lim = rate.NewLimiter(limit, burst)
+		l.m[key] = lim
 	}
-	return l
+	return lim
 }
 
 // getSecret reads the Secret at key, first looking for its metadata in the cache (the
