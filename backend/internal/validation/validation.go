@@ -45,6 +45,9 @@ func GitOpsDeploymentAdmission(depl *v1.GitOpsDeployment) error {
 	if err := RepositoryURL(depl.Spec.Source.RepoURL); err != nil {
 		return err
 	}
+	if err := Refresh(depl.Annotations[v1.RefreshAnnotation]); err != nil {
+		return err
+	}
 	if depl.Spec.Destination.Environment == "" && depl.Spec.Destination.Namespace != "" &&
 		depl.Spec.Destination.Namespace != depl.Namespace {
 		return invalid("spec.destination.namespace %q: without spec.destination.environment a GitOpsDeployment can only deploy to its own namespace %q",
@@ -100,6 +103,20 @@ func PlainText(field, value string) error {
 		}
 	}
 	return nil
+}
+
+// MaxRefreshLength bounds the refresh annotation's value: a request's token (a time, a
+// commit, a counter) is short, and the value is stored and copied to Argo CD.
+const MaxRefreshLength = 256
+
+// Refresh checks the value of the refresh annotation: printable and at most
+// MaxRefreshLength bytes.
+func Refresh(value string) error {
+	field := "metadata.annotations[" + v1.RefreshAnnotation + "]"
+	if len(value) > MaxRefreshLength {
+		return invalid("%s is %d bytes long; at most %d are allowed (a time or a counter will do)", field, len(value), MaxRefreshLength)
+	}
+	return PlainText(field, value)
 }
 
 // RepositoryURL accepts the Git URLs Argo CD can clone: https://, http://, ssh:// and

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"strings"
 	"testing"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -32,6 +33,36 @@ func TestSyncRunRevision(t *testing.T) {
 			}
 			if err != nil || got != tc.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRefresh(t *testing.T) {
+	for _, tc := range []struct {
+		name, value, wantErr string
+	}{
+		{name: "none", value: ""},
+		{name: "a time", value: "2026-12-07T21:00:00.123456789Z"},
+		{name: "words", value: "deploy again, please"},
+		{name: "the longest", value: strings.Repeat("x", MaxRefreshLength)},
+		{name: "too long", value: strings.Repeat("x", MaxRefreshLength+1),
+			wantErr: "metadata.annotations[managed-gitops.redhat.com/refresh] is 257 bytes long; at most 256 are allowed (a time or a counter will do)"},
+		{name: "BEL", value: "now\a", wantErr: "metadata.annotations[managed-gitops.redhat.com/refresh] contains the control character U+0007; remove it"},
+		{name: "DEL", value: "now\x7f", wantErr: "metadata.annotations[managed-gitops.redhat.com/refresh] contains the control character U+007F; remove it"},
+		{name: "NUL", value: "now\x00", wantErr: "metadata.annotations[managed-gitops.redhat.com/refresh] contains the control character U+0000; remove it"},
+		{name: "a newline", value: "a\nb", wantErr: "contains the control character U+000A"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Refresh(tc.value)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !outcome.IsUser(err) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want the user error %q", err, tc.wantErr)
 			}
 		})
 	}

@@ -89,6 +89,13 @@ func TestWebhookRejectsANamespaceOutsideTheTenantWithoutEnvironment(t *testing.T
 	g.Expect(cp.Client.Create(ctx, deployment("remote", "kube-system", "prod", "deploy"))).To(Succeed(), "another namespace through an environment")
 	g.Expect(cp.Client.Create(ctx, deployment("root", "", "", "/"))).To(Succeed(), "an unusable path is reported in a condition, not refused")
 
+	// A refresh request that cannot be stored nor passed on is refused.
+	for i, value := range []string{"now\a", "now\x7f", "now\x00"} {
+		bad := deployment(fmt.Sprintf("refresh-%d", i), "", "", "deploy")
+		bad.Annotations = map[string]string{v1.RefreshAnnotation: value}
+		g.Expect(cp.Client.Create(ctx, bad)).To(MatchError(ContainSubstring("contains the control character")), "%q", value)
+	}
+
 	// Updates are checked too.
 	own := &v1.GitOpsDeployment{}
 	g.Expect(cp.Client.Get(ctx, keyOf(ns.Name, "own"), own)).To(Succeed())

@@ -2,6 +2,7 @@ package argoapp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -128,9 +129,12 @@ func (a *Applications) refresh(ctx context.Context, app, live *argov1alpha1.Appl
 	if request == "" || (live.Name != "" && live.Annotations[argocd.AnnotationRefreshHandled] == request) {
 		return nil
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q}}}`,
-		argov1alpha1.AnnotationKeyRefresh, string(argov1alpha1.RefreshTypeNormal), argocd.AnnotationRefreshHandled, request)
-	if err := a.Client.Patch(ctx, app, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(RefreshFieldManager)); err != nil {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		argov1alpha1.AnnotationKeyRefresh: string(argov1alpha1.RefreshTypeNormal), argocd.AnnotationRefreshHandled: request}}})
+	if err != nil {
+		return err
+	}
+	if err := a.Client.Patch(ctx, app, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(RefreshFieldManager)); err != nil {
 		return fmt.Errorf("asking Argo CD to refresh Application %s: %w", app.Name, err)
 	}
 	return nil
