@@ -162,7 +162,7 @@ func (r *Reconciler) connect(ctx context.Context, env *v1.GitOpsDeploymentManage
 	if err != nil {
 		return err
 	}
-	bound(conn.Config, r.CheckTimeout)
+	conn.Config = bound(conn.Config, r.CheckTimeout)
 	if err := Verify(ctx, conn, env.Spec.Namespaces); err != nil {
 		return err
 	}

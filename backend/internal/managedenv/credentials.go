@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/bounded"
 	"github.com/gitops-service/gitops-service/backend-shared/kubeconfig"
 	"github.com/gitops-service/gitops-service/backend-shared/outcome"
 
@@ -94,14 +95,13 @@ func Resolve(env *v1.GitOpsDeploymentManagedEnvironment, secret *corev1.Secret) 
 	return &Connection{Config: restConfig, ContextName: contextName}, nil
 }
 
-// bound makes every call through cfg, the dial included, give up after timeout
-// (DefaultCheckTimeout when 0).
-func bound(cfg *rest.Config, timeout time.Duration) {
+// bound makes every call through cfg give up after timeout (DefaultCheckTimeout when 0),
+// the dial included, and read at most bounded.MaxResponseBytes of each answer.
+func bound(cfg *rest.Config, timeout time.Duration) *rest.Config {
 	if timeout <= 0 {
 		timeout = DefaultCheckTimeout
 	}
-	cfg.Timeout = timeout
-	cfg.Dial = (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
+	return bounded.RESTConfig(cfg, timeout)
 }
 
 // isTimeout reports whether err is a dial, TLS handshake or request that ran out of time.

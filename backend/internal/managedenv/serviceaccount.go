@@ -350,8 +350,7 @@ func uninstallServiceAccount(ctx context.Context, creds *db.ClusterCredentials, 
 		return err
 	}
 	restConfig.BearerToken = string(creds.BearerToken)
-	restConfig.Timeout = 10 * time.Second
-	cs, err := kubernetes.NewForConfig(restConfig)
+	cs, err := kubernetes.NewForConfig(bound(restConfig, 0))
 	if err != nil {
 		return errors.New("no client can be built from the stored kubeconfig")
 	}

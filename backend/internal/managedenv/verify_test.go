@@ -218,10 +218,10 @@ func TestSameCredentials(t *testing.T) {
 func TestBoundAppliesTheCheckTimeout(t *testing.T) {
 	g := NewWithT(t)
 	for _, tc := range []struct{ given, want time.Duration }{{0, DefaultCheckTimeout}, {-time.Second, DefaultCheckTimeout}, {3 * time.Second, 3 * time.Second}} {
-		cfg := &rest.Config{}
-		bound(cfg, tc.given)
+		cfg := bound(&rest.Config{}, tc.given)
 		g.Expect(cfg.Timeout).To(Equal(tc.want))
 		g.Expect(cfg.Dial).NotTo(BeNil(), "the dial is bounded too")
+		g.Expect(cfg.WrapTransport).NotTo(BeNil(), "so is every answer")
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	argov1alpha1 "github.com/gitops-service/gitops-service/backend-shared/argocd/v1alpha1"
+	"github.com/gitops-service/gitops-service/backend-shared/bounded"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/orphans"
 	"github.com/gitops-service/gitops-service/backend-shared/periodic"
@@ -45,6 +46,8 @@ const (
 	maxListed = 10
 	// tokenLifetime of the in-cluster destination's token: one run's worth.
 	tokenLifetime = 10 * time.Minute
+	// destinationTimeout bounds each call to a destination.
+	destinationTimeout = 30 * time.Second
 )
 
 // Store is the part of the database the remover uses.
@@ -122,6 +125,10 @@ func (r *Remover) remove(ctx context.Context, l *db.Leftovers, live *liveApplica
 		return nil // re-created under the same name: the resources are its again
 	}
 	cfg, err := r.destination(ctx, l)
+	if err == nil {
+		// A destination that hangs, or answers without end, holds up no other record.
+		cfg = bounded.RESTConfig(cfg, destinationTimeout)
+	}
 	if apierrors.IsNotFound(err) {
 		ctrl.LoggerFrom(ctx).Info("Not removing left-behind resources: their destination is gone",
 			"application", l.ApplicationName, "destination", l.DestinationName+l.DestinationServer)
