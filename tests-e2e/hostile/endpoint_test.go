@@ -86,5 +86,5 @@ func TestEndlessAPIServer(t *testing.T) {
 	g.Expect(s.Processes["backend"].Pid()).To(Equal(pid))
 	_, peak := stack.RSSMiB(pid)
 	t.Logf("backend RSS before %.0f MiB, peak %.0f MiB", before, peak)
-	g.Expect(peak - before).To(BeNumerically("<", 128), "the backend grows by less than 128 MiB")
+	g.Expect(peak-before).To(BeNumerically("<", 128), "the backend grows by less than 128 MiB")
 }
