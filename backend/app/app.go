@@ -111,8 +111,13 @@ type Options struct {
 	RepositoryCheckTimeout time.Duration
 	// GitWebhookAddr serves the Git webhook receiver ("0" or "" disables it) with the
 	// certificate in GitWebhookCertDir.
-	GitWebhookAddr    string
-	GitWebhookCertDir string
+	GitWebhookAddr string
+	// GitWebhookMaxInFlight bounds the receiver's requests at once; GitWebhookNoSourceLimits
+	// turns off its limits per source address (for a receiver that sees one address, a
+	// proxy's, which limits per client itself).
+	GitWebhookMaxInFlight    int
+	GitWebhookNoSourceLimits bool
+	GitWebhookCertDir        string
 }
 
 // BindFlags registers the options on fs.
@@ -137,6 +142,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RepositoryCheckTimeout, "repository-check-timeout", repocred.DefaultCheckTimeout,
 		"Longest wait, including the dial, for a repository credential's Git server to list the repository's references.")
 	fs.StringVar(&o.GitWebhookAddr, "git-webhook-bind-address", "0", "Address the Git webhook receiver (push events of GitHub, GitLab, Gitea, Forgejo and Bitbucket, at /hooks/<namespace>) binds to; \"0\" disables it.")
+	fs.IntVar(&o.GitWebhookMaxInFlight, "git-webhook-max-in-flight", gitwebhook.DefaultMaxInFlight,
+		"Requests the Git webhook receiver works on at once (each holds at most 2 MiB); one more is answered 503. One source address holds at most an eighth of them.")
+	fs.BoolVar(&o.GitWebhookNoSourceLimits, "git-webhook-no-source-limits", false,
+		"Turn off the Git webhook receiver's limits per source address (a rate, and an eighth of the requests in flight): for a receiver behind a proxy that all requests seem to come from, and that limits per client itself.")
 	fs.StringVar(&o.GitWebhookCertDir, "git-webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the Git webhook receiver's TLS certificate (tls.crt, tls.key), reloaded when it changes.")
 	fs.StringVar(&o.RepositoryCAFile, "repository-ca-file", "", "PEM file of extra certificate authorities to trust when checking https:// repository credentials.")
 }
@@ -321,7 +330,8 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 // for, with their readiness and the expiry of their certificates.
 func (o *Options) setupWebhooks(mgr ctrl.Manager, log logr.Logger) error {
 	if o.GitWebhookAddr != "" && o.GitWebhookAddr != "0" {
-		if err := gitwebhook.Serve(mgr, o.GitWebhookAddr, o.GitWebhookCertDir, &gitwebhook.Receiver{Client: mgr.GetClient(), Cache: mgr.GetCache()}); err != nil {
+		if err := gitwebhook.Serve(mgr, o.GitWebhookAddr, o.GitWebhookCertDir, &gitwebhook.Receiver{Client: mgr.GetClient(), Cache: mgr.GetCache(),
+			MaxInFlight: o.GitWebhookMaxInFlight, NoSourceLimits: o.GitWebhookNoSourceLimits}); err != nil {
 			return err
 		}
 		certmetrics.Watch("git-webhook", filepath.Join(o.GitWebhookCertDir, "tls.crt"), log.WithName("metrics"))

@@ -87,6 +87,9 @@ type Receiver struct {
 	// MaxInFlight bounds the requests worked on at once (default DefaultMaxInFlight), an
 	// eighth of them from one source address; one more is answered 503 at once, unread.
 	MaxInFlight int
+	// NoSourceLimits turns off the limits per source address (the rate, and the share of
+	// the requests in flight): behind a proxy every request comes from its address.
+	NoSourceLimits bool
 
 	once        sync.Once
 	inFlight    chan struct{}
@@ -131,7 +134,7 @@ func (r *Receiver) serve(req *http.Request, provider *string) (int, Result) {
 	if !ok || len(validation.IsDNS1123Label(namespace)) > 0 {
 		return http.StatusNotFound, Result{Message: "the webhook address is " + PathPrefix + "<namespace>"}
 	}
-	if !r.bySource.get(sourceOf(req), r.SourceRate, r.SourceBurst, DefaultSourceRate, DefaultSourceBurst).Allow() {
+	if !r.NoSourceLimits && !r.bySource.get(sourceOf(req), r.SourceRate, r.SourceBurst, DefaultSourceRate, DefaultSourceBurst).Allow() {
 		return http.StatusTooManyRequests, Result{Message: "too many webhook requests from this address; retry later"}
 	}
 	// The Secret first: a request for a namespace without one is answered before its
@@ -224,8 +227,11 @@ func (r *Receiver) admit(source string) (release func(), ok bool) {
 		r.inFlight = make(chan struct{}, n)
 		r.fromSource = map[string]int{}
 	})
+	if r.NoSourceLimits {
+		source = ""
+	}
 	r.mu.Lock()
-	if r.fromSource[source] >= max(1, cap(r.inFlight)/8) {
+	if source != "" && r.fromSource[source] >= max(1, cap(r.inFlight)/8) {
 		r.mu.Unlock()
 		return nil, false
 	}

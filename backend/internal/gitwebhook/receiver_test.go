@@ -138,6 +138,13 @@ func TestServeLimitsEachSource(t *testing.T) {
 	}
 	g.Expect(code("198.51.100.7:4001")).To(Equal(http.StatusTooManyRequests), "the port does not make another source")
 	g.Expect(code("198.51.100.8:4000")).To(Equal(http.StatusUnauthorized), "another source has its own budget")
+
+	r.NoSourceLimits = true
+	g.Expect(code("198.51.100.7:4000")).To(Equal(http.StatusUnauthorized), "without limits per source")
+	for range 8 {
+		_, ok := r.admit("198.51.100.7")
+		g.Expect(ok).To(BeTrue(), "one source may take every place")
+	}
 }
 
 // Beyond MaxInFlight requests at once, or an eighth of them from one source, one more is
