@@ -52,6 +52,17 @@ test-e2e: deps binaries ## Run the end-to-end suite against a real Argo CD and G
 	go test $(TEST_FLAGS) $(REMOTE_ENGINE_PACKAGES)
 	go test $(TEST_FLAGS) $(CHAOS_PACKAGES)
 
+# How long `make fuzz` runs each fuzz target (their seeds run in every `go test`).
+FUZZ_TIME ?= 20s
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target (the receiver's parsing, the validation rules, kubeconfigs, names) for FUZZ_TIME.
+	@set -e; for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' backend backend-shared appstudio-controller cluster-agent | xargs -n1 dirname | sort -u); do \
+		for target in $$(grep -h '^func Fuzz' $$pkg/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+			echo "fuzz: $$pkg $$target for $(FUZZ_TIME)"; go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZ_TIME) ./$$pkg; \
+		done; \
+	done
+
 # Chaos flags; e.g. `make test-chaos CHAOS_FLAGS='-chaos.seed=42'`.
 CHAOS_FLAGS ?= -chaos.objects=1000 -chaos.churn=6m
 
