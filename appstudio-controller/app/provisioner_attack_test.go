@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func (h *harness) intact(name string) {
 			return err
 		}
 		if !ns.DeletionTimestamp.IsZero() {
-			return apierrors.NewGone("namespace " + name + " is being deleted")
+			return fmt.Errorf("namespace %s is being deleted", name)
 		}
 		return nil
 	}, 5*time.Second, poll).Should(Succeed(), "namespace %s is intact", name)

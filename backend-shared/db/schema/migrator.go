@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"strings"
 	"time"
 
@@ -79,7 +80,23 @@ func ReadState(ctx context.Context, conn *pgx.Conn) (State, error) {
 	if version < 0 { // golang-migrate's "no version, dirty"
 		return State{Dirty: dirty}, nil
 	}
-	return State{Version: uint(version), Dirty: dirty, CompatibleFrom: uint(from)}, nil
+	v, err := toVersion(version)
+	if err != nil {
+		return State{}, err
+	}
+	f, err := toVersion(from)
+	if err != nil {
+		return State{}, err
+	}
+	return State{Version: v, Dirty: dirty, CompatibleFrom: f}, nil
+}
+
+// toVersion is a version read from the version table; migration versions fit 32 bits.
+func toVersion(v int64) (uint, error) {
+	if v < 0 || v > math.MaxUint32 {
+		return 0, fmt.Errorf("the version table holds %d, which is no migration version", v)
+	}
+	return uint(v), nil
 }
 
 // Migrator applies Migrations to one database connection, under golang-migrate's advisory
@@ -264,7 +281,7 @@ func (m *Migrator) mark(ctx context.Context, tx pgx.Tx, version uint) error {
 		return nil // golang-migrate's mark for no version: an empty table
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, dirty, compatible_from) VALUES ($1, false, $2)`,
-		int64(version), int64(CompatibleFrom(m.Migrations, version)))
+		uint64(version), uint64(CompatibleFrom(m.Migrations, version)))
 	return err
 }
 
