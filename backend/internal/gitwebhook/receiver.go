@@ -91,9 +91,9 @@ type Receiver struct {
 	// the requests in flight): behind a proxy every request comes from its address.
 	NoSourceLimits bool
 
-	once        sync.Once
-	inFlight    chan struct{}
+	// mu guards the requests in flight, in all and by source address.
 	mu          sync.Mutex
+	inFlight    int
 	fromSource  map[string]int
 	byNamespace limiters
 	bySource    limiters
@@ -219,37 +219,30 @@ func (r *Receiver) refresh(req *http.Request, namespace string, push Push) ([]st
 // free: one source holds at most an eighth of them, so that a few addresses cannot take
 // every place from the Git hosts.
 func (r *Receiver) admit(source string) (release func(), ok bool) {
-	r.once.Do(func() {
-		n := r.MaxInFlight
-		if n <= 0 {
-			n = DefaultMaxInFlight
-		}
-		r.inFlight = make(chan struct{}, n)
-		r.fromSource = map[string]int{}
-	})
+	limit := r.MaxInFlight
+	if limit <= 0 {
+		limit = DefaultMaxInFlight
+	}
 	if r.NoSourceLimits {
 		source = ""
 	}
 	r.mu.Lock()
-	if source != "" && r.fromSource[source] >= max(1, cap(r.inFlight)/8) {
-		r.mu.Unlock()
+	defer r.mu.Unlock()
+	if r.inFlight >= limit || (source != "" && r.fromSource[source] >= max(1, limit/8)) {
 		return nil, false
 	}
-	select {
-	case r.inFlight <- struct{}{}:
-	default:
-		r.mu.Unlock()
-		return nil, false
+	if r.fromSource == nil {
+		r.fromSource = map[string]int{}
 	}
+	r.inFlight++
 	r.fromSource[source]++
-	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.inFlight--
 		if r.fromSource[source]--; r.fromSource[source] == 0 {
 			delete(r.fromSource, source)
 		}
-		r.mu.Unlock()
-		<-r.inFlight
 	}, true
 }
 
