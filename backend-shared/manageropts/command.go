@@ -138,7 +138,7 @@ func (c Command) prepare(ctx context.Context, probeAddr string, log logr.Logger)
 	if err != nil {
 		return err
 	}
-	defer probes.stop()
+	defer probes.stop(ctx)
 	return c.Prepare(logr.NewContext(ctx, log), log, probes.Waiting)
 }
 

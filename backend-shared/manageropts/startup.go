@@ -18,15 +18,13 @@ import (
 type startupProbes struct {
 	reason atomic.Pointer[string]
 	server *http.Server
-	done   chan struct{}
 }
 
 // serveStartupProbes listens on addr ("" or "0": no server) and answers until stop.
 func serveStartupProbes(addr string, log logr.Logger) (*startupProbes, error) {
-	p := &startupProbes{done: make(chan struct{})}
+	p := &startupProbes{}
 	p.Waiting("starting")
 	if addr == "" || addr == "0" {
-		close(p.done)
 		return p, nil
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -40,8 +38,8 @@ func serveStartupProbes(addr string, log logr.Logger) (*startupProbes, error) {
 		_, _ = fmt.Fprintln(w, "not ready:", *p.reason.Load())
 	})
 	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// The manager that serves the probes later does not exist yet: nothing else can.
 	go func() {
-		defer close(p.done)
 		if err := p.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error(err, "Serving the start-up probes")
 		}
@@ -52,10 +50,15 @@ func serveStartupProbes(addr string, log logr.Logger) (*startupProbes, error) {
 // Waiting sets the reason /readyz gives.
 func (p *startupProbes) Waiting(reason string) { p.reason.Store(&reason) }
 
-// stop closes the listener (so that the manager can bind the address) and waits for it.
-func (p *startupProbes) stop() {
-	if p.server != nil {
-		_ = p.server.Shutdown(context.Background())
+// stop closes the listener, so that the manager can bind the address, within a few
+// seconds of ctx's end at the latest.
+func (p *startupProbes) stop(ctx context.Context) {
+	if p.server == nil {
+		return
 	}
-	<-p.done
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := p.server.Shutdown(ctx); err != nil {
+		_ = p.server.Close()
+	}
 }
