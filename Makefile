@@ -208,13 +208,17 @@ generate: tools ## Generate deepcopy functions (the API types and the own copy o
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./backend-shared/argocd/v1alpha1/...
 
 .PHONY: manifests
-manifests: tools ## Generate CRDs (manifests/crd/bases, the AppStudio ones in manifests/crd/appstudio; the sandbox's SpaceRequest, for tests and installs without the sandbox, in manifests/crd/toolchain), webhook configurations (manifests/webhook, manifests/webhook/appstudio-controller) one ClusterRole per binary (manifests/rbac/<binary>) and the namespace provisioner's (manifests/rbac/namespace-provisioner).
+manifests: tools ## Generate CRDs (manifests/crd/bases, the AppStudio ones in manifests/crd/appstudio; the sandbox's SpaceRequest, for tests and installs without the sandbox, in manifests/crd/toolchain), webhook configurations (manifests/webhook, manifests/webhook/appstudio-controller) one ClusterRole per binary (manifests/rbac/<binary>), the cluster-agent's in the tenants' namespaces (manifests/rbac/cluster-agent-tenants) and the namespace provisioner's (manifests/rbac/namespace-provisioner).
 	$(CONTROLLER_GEN) crd paths=./api/managedgitops/... output:crd:dir=manifests/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/appstudio/... output:crd:dir=manifests/crd/appstudio
 	$(CONTROLLER_GEN) crd paths=./api/toolchain/... output:crd:dir=manifests/crd/toolchain
 	$(CONTROLLER_GEN) webhook paths=./backend/... output:webhook:dir=manifests/webhook
 	$(CONTROLLER_GEN) webhook paths=./appstudio-controller/... output:webhook:dir=manifests/webhook/appstudio-controller
-	for b in backend cluster-agent; do $(CONTROLLER_GEN) rbac:roleName=gitops-service-$$b paths=./$$b/... output:rbac:dir=manifests/rbac/$$b; done
+	$(CONTROLLER_GEN) rbac:roleName=gitops-service-backend paths=./backend/... output:rbac:dir=manifests/rbac/backend
+	# The cluster-agent's role is bound in the engine namespace only; the rights it needs in the
+	# tenants' namespaces (their deployers) are a role of their own, bound cluster-wide.
+	$(CONTROLLER_GEN) rbac:roleName=gitops-service-cluster-agent "paths=$$(cd cluster-agent && go list ./... | grep -v '/internal/tenantcluster$$' | sed 's|^github.com/gitops-service/gitops-service/cluster-agent|./cluster-agent|' | paste -sd';')" output:rbac:dir=manifests/rbac/cluster-agent
+	$(CONTROLLER_GEN) rbac:roleName=gitops-service-cluster-agent-tenants paths=./cluster-agent/internal/tenantcluster/... output:rbac:dir=manifests/rbac/cluster-agent-tenants
 	# The namespace provisioner's rights are a role of their own (manifests/components/namespace-provisioner),
 	# installed only where it is enabled: the appstudio-controller's role leaves its package out.
 	$(CONTROLLER_GEN) rbac:roleName=gitops-service-appstudio-controller "paths=$$(cd appstudio-controller && go list ./... | grep -v '/internal/provisioner$$' | sed 's|^github.com/gitops-service/gitops-service/appstudio-controller|./appstudio-controller|' | paste -sd';')" output:rbac:dir=manifests/rbac/appstudio-controller

@@ -29,6 +29,9 @@ type ProjectDestination struct {
 	ManagedEnvironmentID string
 	// Namespace may be "*" for a managed environment (its credentials bound it).
 	Namespace string
+	// Server is, on the service's cluster, the server an Application names when it is not
+	// the project's own (an Application written before the tenant had its own cluster entry).
+	Server string
 }
 
 // AppProjects are a tenant's two AppProjects: its Applications may only read the tenant's
@@ -40,7 +43,11 @@ func AppProjects(namespace, tenantID, serviceServer string, sourceRepos []string
 	var here, there []argov1alpha1.ApplicationDestination
 	for _, d := range destinations {
 		if d.ManagedEnvironmentID == "" {
-			here = append(here, argov1alpha1.ApplicationDestination{Server: serviceServer, Namespace: d.Namespace})
+			server := serviceServer
+			if d.Server != "" {
+				server = d.Server
+			}
+			here = append(here, argov1alpha1.ApplicationDestination{Server: server, Namespace: d.Namespace})
 		} else {
 			there = append(there, argov1alpha1.ApplicationDestination{Name: ClusterSecretName(d.ManagedEnvironmentID), Namespace: d.Namespace})
 		}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/gitops-service/gitops-service/backend-shared/argocd"
 	"github.com/gitops-service/gitops-service/backend-shared/db"
 	"github.com/gitops-service/gitops-service/backend-shared/db/secretbox"
 	"github.com/gitops-service/gitops-service/backend-shared/dbmetrics"
@@ -33,6 +34,7 @@ import (
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/opgc"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/sweep"
 	"github.com/gitops-service/gitops-service/cluster-agent/internal/syncop"
+	"github.com/gitops-service/gitops-service/cluster-agent/internal/tenantcluster"
 )
 
 // DefaultStatusHold is the default --status-hold.
@@ -71,6 +73,9 @@ type Options struct {
 	// engine namespace, whose token removes left-behind resources in the cluster Argo CD
 	// runs on.
 	ArgoCDServiceAccount string
+	// TenantClusterRole is the ClusterRole a tenant's deployer is bound to in the tenant's
+	// namespace, as which Argo CD deploys there; empty: Argo CD deploys with its own identity.
+	TenantClusterRole string
 
 	// Not flags: polling while waiting for Argo CD (defaults of the handlers), and, for
 	// tests running several managers in one process, skipping the controller name check.
@@ -101,6 +106,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			"stay before those still tracked by it alone and not annotated "+orphans.AnnotationKeep+"=true are deleted (0: never).")
 	fs.StringVar(&o.ArgoCDServiceAccount, "argocd-service-account", leftovers.DefaultArgoCDServiceAccount,
 		"ServiceAccount of Argo CD's application controller in the engine namespace: left-behind resources on the cluster Argo CD runs on are deleted with its token.")
+	fs.StringVar(&o.TenantClusterRole, "tenant-cluster-role", tenantcluster.DefaultClusterRole,
+		"ClusterRole bound, in each tenant's namespace only, to the ServiceAccount "+argocd.TenantDeployerName+" the agent keeps there: "+
+			"Argo CD deploys into the tenant's namespace as it, so Kubernetes refuses what that role may not do. "+
+			"The agent must itself be allowed to bind the role. Empty: Argo CD deploys with its own identity (not safe with tenants who must not hold it).")
 	fs.DurationVar(&o.StatusHold, "status-hold", DefaultStatusHold,
 		"While a burst of operations is carried out, the recording of Argo CD's status of its Applications waits for it, at most this long per burst, "+
 			"so that the burst's Applications are all created first (0: never waits).")
@@ -181,7 +190,19 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 	if err != nil {
 		return engine.Identity{}, fmt.Errorf("creating the AppProjects' client: %w", err)
 	}
+	var tenants *tenantcluster.TenantClusters
+	if opts.TenantClusterRole != "" {
+		if tenants, err = tenantClusters(mgr, opts, &id); err != nil {
+			return engine.Identity{}, err
+		}
+		if err := mgr.Add(tenants.Task()); err != nil {
+			return engine.Identity{}, fmt.Errorf("adding the renewal of the tenants' tokens: %w", err)
+		}
+	}
 	projects := &argoapp.Projects{Client: projectsClient, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id}
+	if tenants != nil {
+		projects.TenantClusters = tenants
+	}
 	handlers := map[db.OperationResourceType]operation.Handler{
 		db.OperationResourceApplication: &argoapp.Applications{
 			Client: c, APIReader: mgr.GetAPIReader(), DB: bdb, Store: store, Identity: id, Projects: projects,
@@ -240,4 +261,28 @@ func SetupWithDB(ctx context.Context, mgr manager.Manager, bdb bun.IDB, opts Opt
 		return engine.Identity{}, fmt.Errorf("adding the sweep: %w", err)
 	}
 	return id, nil
+}
+
+// tenantClusters sets up the tenants' own cluster entries: on the service's cluster as the
+// agent reaches it, or as --service-cluster-kubeconfig does for an engine cluster that is
+// another one. It records in id where Argo CD reaches the tenants' namespaces.
+func tenantClusters(mgr manager.Manager, opts Options, id *engine.Identity) (*tenantcluster.TenantClusters, error) {
+	cfg := mgr.GetConfig()
+	if opts.Engine.ServiceClusterKubeconfig != "" {
+		var err error
+		if cfg, err = engine.LoadServiceCluster(opts.Engine.ServiceClusterKubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	tls, err := tenantcluster.ServerTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
+	service, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return nil, fmt.Errorf("creating the client of the tenants' namespaces: %w", err)
+	}
+	id.TenantAPIURL = argocd.NormalizeAPIURL(cfg.Host)
+	return &tenantcluster.TenantClusters{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Service: service,
+		Identity: *id, TLS: tls, ClusterRole: opts.TenantClusterRole}, nil
 }

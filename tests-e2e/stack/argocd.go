@@ -62,6 +62,8 @@ func InstallArgoCD(ctx context.Context, c client.Client, namespace string) error
 				// Track deployed resources by annotation, as the service's Applications expect.
 				"application.resourceTrackingMethod": "annotation",
 				"admin.enabled":                      "false",
+				// A tenant's own cluster entry may not list every kind in its namespace.
+				"resource.respectRBAC": "normal",
 			}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "argocd-rbac-cm", Namespace: namespace, Labels: partOf}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "argocd-secret", Namespace: namespace, Labels: partOf},

@@ -30,6 +30,8 @@ import (
 //   - manifests/base/<binary>/rbac.yaml: its ServiceAccount, the bindings of the generated
 //     roles (cluster-wide, or only in the engine namespace for the cluster-agent), and the
 //     leader-election Role and its binding;
+//   - for the cluster-agent, also manifests/rbac/cluster-agent-tenants, its rights in the
+//     tenants' namespaces;
 //   - for the appstudio-controller, whose namespace provisioner the stack runs, also
 //     manifests/rbac/namespace-provisioner and manifests/components/namespace-provisioner.
 //
@@ -53,6 +55,10 @@ func rbacObjects(name string) ([]*unstructured.Unstructured, error) {
 	}
 	roles := []string{name}
 	extra := []string{filepath.Join(root, "manifests", "base", name, "rbac.yaml")}
+	if name == "cluster-agent" {
+		// Its rights in the tenants' namespaces, bound cluster-wide by its base RBAC.
+		roles = append(roles, "cluster-agent-tenants")
+	}
 	if name == "appstudio-controller" {
 		// The stack runs the namespace provisioner, so it adds the component that grants it.
 		roles = append(roles, "namespace-provisioner")

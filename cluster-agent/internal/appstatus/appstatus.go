@@ -121,6 +121,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	st.EngineInstanceID = r.Identity.InstanceID
+	if st.ReconciledState != nil {
+		st.ReconciledState.Destination = r.Identity.RowDestination(app.Labels[argocd.LabelTenantID], st.ReconciledState.Destination)
+	}
 	// Only this instance's applications: one that moved to another instance is reported
 	// by that instance's agent.
 	row, err := r.Store.GetApplicationForEngineInstance(ctx, r.DB, r.Identity.InstanceID, st.ApplicationID)

@@ -164,6 +164,11 @@ func TestOnServiceClusterFindsDestinationsOnTheServicesCluster(t *testing.T) {
 			serviceServer: argocd.InClusterServer, ok: false},
 		{name: "another cluster's server", dest: argov1alpha1.ApplicationDestination{Server: "https://other:6443", Namespace: "team-a"},
 			serviceServer: argocd.InClusterServer, ok: false},
+		// The tenant's own cluster entry; another tenant's is not the service's cluster here.
+		{name: "the tenant's own server", dest: argov1alpha1.ApplicationDestination{Server: argocd.TenantServer(remoteService, "t1"), Namespace: "team-a"},
+			serviceServer: argocd.InClusterServer, want: argocd.ProjectDestination{Namespace: "team-a"}, ok: true},
+		{name: "another tenant's server", dest: argov1alpha1.ApplicationDestination{Server: argocd.TenantServer(remoteService, "t2"), Namespace: "team-a"},
+			serviceServer: argocd.InClusterServer, ok: false},
 		// No namespace: nothing to allow in the project.
 		{name: "in-cluster without a namespace", dest: argov1alpha1.ApplicationDestination{Server: argocd.InClusterServer},
 			serviceServer: argocd.InClusterServer, want: argocd.ProjectDestination{}, ok: false},
@@ -171,7 +176,7 @@ func TestOnServiceClusterFindsDestinationsOnTheServicesCluster(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, ok := onServiceCluster(tt.dest, tt.serviceServer)
+			got, ok := onServiceCluster(tt.dest, tt.serviceServer, argocd.TenantServer(remoteService, "t1"))
 			g.Expect(ok).To(Equal(tt.ok))
 			g.Expect(got).To(Equal(tt.want))
 		})

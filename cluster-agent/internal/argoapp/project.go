@@ -4,6 +4,7 @@
 package argoapp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ type Store interface {
 	ApplicationAdopted(ctx context.Context, idb bun.IDB, id string) (bool, error)
 	FinishApplicationMove(ctx context.Context, idb bun.IDB, id, from string) error
 	TenantServedBy(ctx context.Context, idb bun.IDB, tenantID, engineInstanceID string) (bool, error)
+	GetTenant(ctx context.Context, idb bun.IDB, id string) (*db.Tenant, error)
 	RecordLeftovers(ctx context.Context, idb bun.IDB, l *db.Leftovers) error
 	WithTenantLock(ctx context.Context, idb bun.IDB, tenantID string, fn func(ctx context.Context, tx bun.Tx) error) error
 }
@@ -57,6 +59,16 @@ type Projects struct {
 	DB        bun.IDB
 	Store     Store
 	Identity  engine.Identity
+	// TenantClusters keeps the tenants' own cluster entries, through which Argo CD deploys
+	// into their namespaces (with Identity.TenantAPIURL set).
+	TenantClusters TenantClusters
+}
+
+// TenantClusters keeps the cluster entry of each tenant's own namespace (see
+// credsecret.TenantClusters).
+type TenantClusters interface {
+	Ensure(ctx context.Context, tenantID, namespace string) error
+	Remove(ctx context.Context, tenantID string) error
 }
 
 var _ operation.Handler = (*Projects)(nil)
@@ -190,36 +202,55 @@ func (p *Projects) ensure(ctx context.Context, tx bun.Tx, tenantID string, gone 
 
 	// An AppProject is needed while an Application of this instance is in it, whatever
 	// its destination, so that Argo CD can still prune and delete it.
+	// The rows say in-cluster, which is the tenant's own server here; a live Application
+	// may still name the server it was written with (before the tenant had its own cluster
+	// entry), and needs it admitted until it is written again.
+	localServer := p.Identity.LocalServer(tenantID)
 	var dests []argocd.ProjectDestination
 	needed := map[string]bool{}
-	use := func(spec argov1alpha1.ApplicationSpec) {
+	use := func(spec argov1alpha1.ApplicationSpec, live bool) {
 		needed[spec.Project] = true
-		if d, ok := onServiceCluster(spec.Destination, p.Identity.ServiceServer()); ok {
-			dests = append(dests, d)
+		d, ok := onServiceCluster(spec.Destination, p.Identity.ServiceServer(), localServer)
+		if !ok {
+			return
 		}
+		if live && spec.Destination.Server != localServer {
+			d.Server = cmp.Or(spec.Destination.Server, argocd.InClusterServer)
+		}
+		dests = append(dests, d)
 	}
 	for _, app := range apps {
 		if app.EngineInstanceID == p.Identity.InstanceID || app.MovingFromEngineInstanceID == p.Identity.InstanceID {
-			use(app.Spec)
+			use(app.Spec, false)
 		}
 	}
 	for _, app := range live {
-		use(app.Spec)
+		use(app.Spec, true)
 	}
 	if served || needed[argocd.RemoteAppProjectName(tenantID)] {
 		for _, env := range envs {
 			dests = append(dests, argocd.ProjectDestination{ManagedEnvironmentID: env, Namespace: "*"})
 		}
 	}
-	local, remote := argocd.AppProjects(p.Identity.Namespace, tenantID, p.Identity.ServiceServer(), repos, dests)
+	local, remote := argocd.AppProjects(p.Identity.Namespace, tenantID, localServer, repos, dests)
 
 	var kept []string
 	for _, project := range []*argov1alpha1.AppProject{local, remote} {
 		if !needed[project.Name] && len(project.Spec.Destinations) == 0 {
-			if err := p.deleteIfPresent(ctx, project); err != nil {
+			deleted, err := p.deleteIfPresent(ctx, project)
+			if err == nil && deleted && project == local && p.TenantClusters != nil {
+				err = p.TenantClusters.Remove(ctx, tenantID)
+			}
+			if err != nil {
 				return nil, err
 			}
 			continue
+		}
+		if project == local && p.TenantClusters != nil && p.Identity.TenantAPIURL != "" {
+			// Before the project: Argo CD must know the cluster its Applications name.
+			if err := p.ensureTenantCluster(ctx, tx, tenantID); err != nil {
+				return nil, err
+			}
 		}
 		kept = append(kept, project.Name)
 		if err := p.write(ctx, project); err != nil {
@@ -229,22 +260,33 @@ func (p *Projects) ensure(ctx context.Context, tx bun.Tx, tenantID string, gone 
 	return kept, nil
 }
 
+// ensureTenantCluster keeps the cluster entry of the tenant's own namespace, as the tenant
+// row names it: never a namespace an application row names.
+func (p *Projects) ensureTenantCluster(ctx context.Context, tx bun.Tx, tenantID string) error {
+	tenant, err := p.Store.GetTenant(ctx, tx, tenantID)
+	if err != nil {
+		return fmt.Errorf("reading the tenant: %w", err)
+	}
+	return p.TenantClusters.Ensure(ctx, tenantID, tenant.NamespaceName)
+}
+
 // deleteIfPresent deletes an AppProject the cache shows: most tenants never have one of
 // their two projects, and a delete call per operation would cost an API request each.
 // One created so recently that the cache misses it is left to the sweep.
-func (p *Projects) deleteIfPresent(ctx context.Context, project *argov1alpha1.AppProject) error {
+// It reports whether the project was there.
+func (p *Projects) deleteIfPresent(ctx context.Context, project *argov1alpha1.AppProject) (bool, error) {
 	present := &argov1alpha1.AppProject{}
 	err := p.Client.Get(ctx, client.ObjectKeyFromObject(project), present)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return false, nil
 	}
 	if err == nil {
 		err = client.IgnoreNotFound(p.Client.Delete(ctx, present))
 	}
 	if err != nil {
-		return fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
+		return false, fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // write makes the AppProject say what want says, writing only when it does not. A project
@@ -302,10 +344,11 @@ func upToDate(have, want *argov1alpha1.AppProject) bool {
 }
 
 // onServiceCluster is the project destination of an Application destination on the
-// service's cluster: in-cluster as a row says it, or serviceServer as an Application of an
-// engine instance on another cluster says it.
-func onServiceCluster(d argov1alpha1.ApplicationDestination, serviceServer string) (argocd.ProjectDestination, bool) {
-	if d.Server == argocd.InClusterServer || d.Server == serviceServer || (d.Server == "" && d.Name == inClusterName) {
+// service's cluster: in-cluster as a row says it, serviceServer as an Application of an
+// engine instance on another cluster says it, or the tenant's own localServer.
+func onServiceCluster(d argov1alpha1.ApplicationDestination, serviceServer, localServer string) (argocd.ProjectDestination, bool) {
+	if d.Server == argocd.InClusterServer || d.Server == serviceServer || d.Server == localServer ||
+		(d.Server == "" && d.Name == inClusterName) {
 		return argocd.ProjectDestination{Namespace: d.Namespace}, d.Namespace != ""
 	}
 	return argocd.ProjectDestination{}, false

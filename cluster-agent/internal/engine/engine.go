@@ -69,16 +69,41 @@ type Identity struct {
 	// ServiceClusterAPIURL is where this instance's Argo CD reaches the service's cluster
 	// when it runs on another one; empty when it runs there.
 	ServiceClusterAPIURL string
+	// TenantAPIURL is where this instance's Argo CD reaches the service's cluster with a
+	// tenant's own credentials (see argocd.TenantServer); empty when it deploys there with
+	// its own identity.
+	TenantAPIURL string
 }
 
 // ServiceServer is the destination server of the tenants' namespaces for this instance's
 // Argo CD (see argocd.ServiceServer).
 func (id Identity) ServiceServer() string { return argocd.ServiceServer(id.ServiceClusterAPIURL) }
 
+// LocalServer is the destination server of a tenant's own namespace for this instance's
+// Argo CD: the tenant's cluster entry, or ServiceServer when Argo CD deploys there with its
+// own identity.
+func (id Identity) LocalServer(tenantID string) string {
+	if id.TenantAPIURL == "" {
+		return id.ServiceServer()
+	}
+	return argocd.TenantServer(id.TenantAPIURL, tenantID)
+}
+
+// RowDestination is an Application destination as the rows say it: the tenant's namespace
+// on the service's cluster, reached through any of this instance's entries for it, is
+// in-cluster. Argo CD reports what it compared in its own terms; the backend compares them
+// with the rows'.
+func (id Identity) RowDestination(tenantID string, d argov1alpha1.ApplicationDestination) argov1alpha1.ApplicationDestination {
+	if d.Name == "" && d.Server != "" && (d.Server == id.LocalServer(tenantID) || d.Server == id.ServiceServer()) {
+		d.Server = argocd.InClusterServer
+	}
+	return d
+}
+
 // Application is the Application this instance applies for an application row: the row's
-// spec, with the tenant's own namespaces reached where this Argo CD reaches them.
+// spec, with the tenant's own namespace reached where this Argo CD reaches it.
 func (id Identity) Application(name, applicationID, tenantID string, spec argov1alpha1.ApplicationSpec) *argov1alpha1.Application {
-	return argocd.Application(id.Namespace, name, applicationID, tenantID, argocd.OnServiceCluster(spec, id.ServiceServer()))
+	return argocd.Application(id.Namespace, name, applicationID, tenantID, argocd.OnServiceCluster(spec, id.LocalServer(tenantID)))
 }
 
 // Store is the part of the database registration uses.

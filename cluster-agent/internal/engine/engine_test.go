@@ -157,3 +157,26 @@ func TestRegisterOnAnotherClusterNeedsTheBackendsCredentialsForIt(t *testing.T) 
 	_, err = Register(ctx, cp.Client, bdb, store, Options{Namespace: ns, ClusterName: "remote", ServiceClusterKubeconfig: filepath.Join(dir, "missing")})
 	g.Expect(err).To(HaveOccurred())
 }
+
+func TestRowDestinationSaysInClusterForTheServicesCluster(t *testing.T) {
+	const remote = "https://service.example.com:6443"
+	local := Identity{Namespace: "argocd", TenantAPIURL: "https://10.96.0.1:443"}
+	onRemote := Identity{Namespace: "argocd", ServiceClusterAPIURL: remote}
+	tests := []struct {
+		name string
+		id   Identity
+		dest argov1alpha1.ApplicationDestination
+		want string
+	}{
+		{name: "the tenant's own entry", id: local, dest: argov1alpha1.ApplicationDestination{Server: argocd.TenantServer("https://10.96.0.1:443", "t1"), Namespace: "team-a"}, want: argocd.InClusterServer},
+		{name: "another tenant's entry", id: local, dest: argov1alpha1.ApplicationDestination{Server: argocd.TenantServer("https://10.96.0.1:443", "t2"), Namespace: "team-a"}, want: argocd.TenantServer("https://10.96.0.1:443", "t2")},
+		{name: "in-cluster", id: local, dest: argov1alpha1.ApplicationDestination{Server: argocd.InClusterServer, Namespace: "team-a"}, want: argocd.InClusterServer},
+		{name: "the service's cluster from another engine cluster", id: onRemote, dest: argov1alpha1.ApplicationDestination{Server: remote, Namespace: "team-a"}, want: argocd.InClusterServer},
+		{name: "a managed environment", id: local, dest: argov1alpha1.ApplicationDestination{Server: "https://other:6443?managedEnvironment=e1", Namespace: "team-a"}, want: "https://other:6443?managedEnvironment=e1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(tt.id.RowDestination("t1", tt.dest).Server).To(Equal(tt.want))
+		})
+	}
+}

@@ -165,6 +165,11 @@ func (r *Remover) destination(ctx context.Context, l *db.Leftovers) (*rest.Confi
 		return r.inCluster(ctx)
 	}
 	sec, err := r.clusterSecret(ctx, l)
+	if apierrors.IsNotFound(err) && l.DestinationName == "" && argocd.IsTenantServer(l.DestinationServer) {
+		// The tenant's own cluster entry went with its last Application: what that
+		// Application deployed is still tracked as its, in the tenant's namespace.
+		return r.inCluster(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}

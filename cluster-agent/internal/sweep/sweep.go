@@ -229,6 +229,9 @@ func (s *Sweeper) sweepApplications(ctx context.Context, res *Result, seen map[s
 		}
 		for _, id := range chunk {
 			if found[id] {
+				if app := byID[id]; s.elsewhereOnServiceCluster(app) {
+					s.rewrite(ctx, res, app)
+				}
 				continue
 			}
 			signalled, err := s.signalDeletion(ctx, db.OperationResourceApplication, id)
@@ -244,6 +247,30 @@ func (s *Sweeper) sweepApplications(ctx context.Context, res *Result, seen map[s
 		}
 	}
 	return nil
+}
+
+// elsewhereOnServiceCluster says whether an Application deploys to its tenant's namespace
+// through another cluster entry than the one the agent now gives the tenant (it was written
+// before the tenant had its own, or with Argo CD's identity): its handler writes it again.
+func (s *Sweeper) elsewhereOnServiceCluster(app *argov1alpha1.Application) bool {
+	d := app.Spec.Destination
+	onServiceCluster := d.Name == "" && (d.Server == argocd.InClusterServer || d.Server == s.Identity.ServiceServer() || argocd.IsTenantServer(d.Server))
+	return onServiceCluster && d.Server != s.Identity.LocalServer(app.Labels[argocd.LabelTenantID])
+}
+
+// rewrite signals an Application operation that writes app again from its row.
+func (s *Sweeper) rewrite(ctx context.Context, res *Result, app *argov1alpha1.Application) {
+	signalled, err := s.signal(ctx, db.OperationResourceApplication, app.Labels[argocd.LabelApplicationID], app.Labels[argocd.LabelTenantID])
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Signalling the rewrite of an Application failed", "application", app.Name)
+		res.Skipped++
+		return
+	}
+	if signalled {
+		ctrl.LoggerFrom(ctx).Info("Writing again an Application that deploys through another cluster entry than its tenant's",
+			"application", app.Name, "server", app.Spec.Destination.Server)
+		res.Restored++
+	}
 }
 
 // sweepCredentialsAndProjects signals the deletion of the service's cluster Secrets,
