@@ -131,13 +131,18 @@ func TestADeploymentThroughAnEngineInstanceOnAnotherCluster(t *testing.T) {
 	g.Eventually(Object(ctx, service, depl)).Should(And(BeSyncedAndHealthy(), HaveRevision(first)))
 	g.Expect(ConfigMapData(ctx, service, tenant.Name, "hello")()).To(HaveKeyWithValue("greeting", "hello"))
 
-	t.Log("the Application is on the engine cluster, aimed at the service's cluster through the agent's cluster Secret")
+	t.Log("the Application is on the engine cluster, aimed at the service's cluster through the tenant's own cluster Secret")
 	app := &argov1alpha1.Application{}
 	g.Expect(east.Client.Get(ctx, client.ObjectKey{Namespace: engineNamespace, Name: argocd.ApplicationName(depl.UID)}, app)).To(Succeed())
 	serviceSecret := &corev1.Secret{}
 	g.Expect(east.Client.Get(ctx, client.ObjectKey{Namespace: engineNamespace, Name: argocd.ServiceClusterSecretName}, serviceSecret)).To(Succeed())
-	g.Expect(app.Spec.Destination.Server).To(Equal(string(serviceSecret.Data["server"])))
+	tenantID := app.Labels[argocd.LabelTenantID]
+	g.Expect(app.Spec.Destination.Server).To(Equal(argocd.TenantServer(string(serviceSecret.Data["server"]), tenantID)))
 	g.Expect(app.Spec.Destination.Namespace).To(Equal(tenant.Name))
+	tenantSecret := &corev1.Secret{}
+	g.Expect(east.Client.Get(ctx, client.ObjectKey{Namespace: engineNamespace, Name: argocd.TenantClusterSecretName(tenantID)}, tenantSecret)).To(Succeed())
+	g.Expect(string(tenantSecret.Data["server"])).To(Equal(app.Spec.Destination.Server))
+	g.Expect(string(tenantSecret.Data["namespaces"])).To(Equal(tenant.Name))
 	var repositories corev1.SecretList
 	g.Expect(east.Client.List(ctx, &repositories, client.InNamespace(engineNamespace),
 		client.MatchingLabels{argocd.LabelSecretType: argocd.SecretTypeRepository, argocd.LabelTenantID: app.Labels[argocd.LabelTenantID]})).To(Succeed())
