@@ -228,5 +228,5 @@ func (d deadlineDialer) DialContext(ctx context.Context, network, addr string) (
 		_ = conn.Close()
 		return nil, err
 	}
-	return conn, nil
+	return capConn(conn), nil
 }

@@ -1,10 +1,15 @@
 package repocred
 
 import (
+	"bytes"
 	"context"
 	"encoding/pem"
+	"fmt"
 	"net"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,4 +172,36 @@ func TestVerifyStalledServerTimesOut(t *testing.T) {
 	g.Expect(e.Reason).To(Equal(v1.RepositoryCredentialReasonInvalidRepositoryUrl))
 	g.Expect(e.Message).To(Equal("the Git server of repository " + repository +
 		" did not answer within 1s: check spec.repository and that the server is reachable"))
+}
+
+// A server that streams its reference advertisement without end is cut off once the check
+// has read MaxAnswerBytes: the check fails as a URL problem that says so, long before its
+// timeout, and the server gets to send little more than that.
+func TestVerifyEndlessAnswerIsCutOff(t *testing.T) {
+	g := NewWithT(t)
+	var sent atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+		pkt := func(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
+		hash := strings.Repeat("a", 40)
+		_, _ = w.Write([]byte(pkt("# service=git-upload-pack\n") + "0000" + pkt(hash+" HEAD\x00multi_ack\n")))
+		line := []byte(pkt(hash + " refs/heads/branch\n"))
+		for r.Context().Err() == nil {
+			n, err := w.Write(bytes.Repeat(line, 1024))
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+
+	start := time.Now()
+	e := outcome.As(Verify(context.Background(), srv.URL+"/repo.git", &Credentials{}, caBundle, time.Minute))
+	g.Expect(e).NotTo(BeNil())
+	g.Expect(e.Reason).To(Equal(v1.RepositoryCredentialReasonInvalidRepositoryUrl))
+	g.Expect(e.Message).To(ContainSubstring("answer exceeds 32 MiB"))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 30*time.Second))
+	g.Eventually(sent.Load).Should(BeNumerically("<", 2*MaxAnswerBytes))
 }
