@@ -383,7 +383,8 @@ func (w *world) consistent(ctx context.Context, g Gomega, s *stack.Stack) {
 		if want.Spec.Destination.Environment != "" {
 			g.Expect(app.Spec.Destination.Name).To(HavePrefix("managed-env-"), "destination of %s/%s", d.Namespace, d.Name)
 		} else {
-			g.Expect(app.Spec.Destination.Server).To(Equal(argocd.InClusterServer), "destination of %s/%s", d.Namespace, d.Name)
+			// The tenant's own cluster entry on the service's cluster.
+			g.Expect(app.Spec.Destination.Server).To(HaveSuffix("?tenant="+app.Labels[argocd.LabelTenantID]), "destination of %s/%s", d.Namespace, d.Name)
 		}
 		g.Expect(app.Spec.SyncPolicy != nil && app.Spec.SyncPolicy.Automated != nil).To(Equal(want.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated))
 	}
