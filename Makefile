@@ -39,7 +39,7 @@ REMOTE_ENGINE_PACKAGES := ./tests-e2e/remoteengine/...
 CHAOS_PACKAGES := ./tests-e2e/chaos/...
 
 .PHONY: test
-test: test-integration test-images test-e2e test-install ## Run every test: unit, integration, images, end to end, then the install on a real node.
+test: test-integration test-fuzz test-images test-e2e test-install ## Run every test: unit, integration, the receiver's fuzzing, images, end to end, then the install on a real node.
 
 .PHONY: test-integration
 test-integration: deps binaries ## Run unit and integration tests (real kube-apiserver, etcd, controller-manager, PostgreSQL).
@@ -54,6 +54,13 @@ test-e2e: deps binaries ## Run the end-to-end suite against a real Argo CD and G
 
 # How long `make fuzz` runs each fuzz target (their seeds run in every `go test`).
 FUZZ_TIME ?= 20s
+
+# How long `make test` fuzzes the Git webhook receiver's parsing of what anyone may send it.
+TEST_FUZZ_TIME ?= 15s
+
+.PHONY: test-fuzz
+test-fuzz: ## Fuzz the Git webhook receiver's parsing for TEST_FUZZ_TIME (part of make test; make fuzz runs every target).
+	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(TEST_FUZZ_TIME) ./backend/internal/gitwebhook
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target (the receiver's parsing, the validation rules, kubeconfigs, names) for FUZZ_TIME.
