@@ -71,6 +71,9 @@ type Cluster struct {
 	Password string
 	CAData   []byte
 	Insecure bool
+	// ServerName is the name the cluster's certificate is verified against, when not the
+	// API URL's host (the kubeconfig's tls-server-name).
+	ServerName string
 	// Namespaces limits Argo CD to these namespaces; empty means cluster-wide.
 	Namespaces       []string
 	ClusterResources bool
@@ -92,10 +95,11 @@ func ClusterSecret(namespace string, c Cluster) (*corev1.Secret, error) {
 			Username:    c.Username,
 			Password:    c.Password,
 			TLSClientConfig: argov1alpha1.TLSClientConfig{
-				Insecure: c.Insecure,
-				CAData:   c.CAData,
-				CertData: c.CertData,
-				KeyData:  c.KeyData,
+				Insecure:   c.Insecure,
+				ServerName: c.ServerName,
+				CAData:     c.CAData,
+				CertData:   c.CertData,
+				KeyData:    c.KeyData,
 			},
 		}, data, map[string]string{
 			LabelManagedBy:            ManagedByValue,

@@ -85,8 +85,16 @@ func Resolve(env *v1.GitOpsDeploymentManagedEnvironment, secret *corev1.Secret) 
 		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient, "%s", err.Error())
 	}
 	contextName := creds.Context
-	if env.Spec.AllowInsecureSkipTLSVerify {
-		creds.Insecure, creds.CAData = true, nil
+	// One rule for the check and for Argo CD, which gets only what the cluster Secret says:
+	// TLS is verified unless spec.allowInsecureSkipTLSVerify says otherwise (the kubeconfig's
+	// own insecure-skip-tls-verify counts for nothing), and no proxy.
+	if creds.ProxyURL != "" {
+		return nil, credErr(v1.ManagedEnvironmentReasonUnableToCreateClient,
+			"the kubeconfig's cluster sets proxy-url, which the service cannot pass on to Argo CD: remove it; the cluster must be reachable directly")
+	}
+	creds.Insecure = env.Spec.AllowInsecureSkipTLSVerify
+	if creds.Insecure {
+		creds.CAData = nil
 	}
 	restConfig, err := creds.RESTConfig()
 	if err != nil {
@@ -172,20 +180,24 @@ func Verify(ctx context.Context, conn *Connection, namespaces []string) error {
 
 func verifyErr(conn *Connection, err error, namespace string) error {
 	reason := string(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials)
-	if conn.Config.Timeout > 0 && isTimeout(err) {
+	// Unreachable, timed out, or a server error: the same credentials may work later. One
+	// message for all of them, so that the condition does not tell a tenant probing the
+	// service's network a refused port from a filtered one.
+	if certificate, _ := certificateProblem(err); isTimeout(err) || (!apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) &&
+		!apierrors.IsNotFound(err) && !certificate) {
 		host := conn.Config.Host
 		if u, perr := url.Parse(host); perr == nil {
 			host = u.Redacted()
 		}
-		return outcome.TransientError(reason, jitter.Spread(TransientRetry),
-			"the cluster at %s did not answer within %s: check spec.apiURL and that the cluster is reachable; retrying", host, conn.Config.Timeout)
-	}
-	// Unreachable, or a server error: the same credentials may work later.
-	if certificate, _ := certificateProblem(err); !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) &&
-		!apierrors.IsNotFound(err) && !certificate {
-		return outcome.TransientError(reason, jitter.Spread(TransientRetry), "%s; retrying", hint(err, namespace))
+		return outcome.TransientError(reason, jitter.Spread(TransientRetry), "%s; retrying", unreachable(host))
 	}
 	return outcome.UserError(reason, "%s", hint(err, namespace))
+}
+
+// unreachable is the message of a cluster that did not answer as a Kubernetes API server
+// should, whatever the cause.
+func unreachable(host string) string {
+	return fmt.Sprintf("the cluster at %s could not be reached: check spec.apiURL and that the cluster is reachable from the service", host)
 }
 
 // namespace is the namespace of spec.namespaces that was read, "" for a cluster-wide
@@ -206,5 +218,5 @@ func hint(err error, namespace string) string {
 	case certificate:
 		return "the cluster's TLS certificate could not be verified: check the kubeconfig's CA, or set spec.allowInsecureSkipTLSVerify"
 	}
-	return "the cluster could not be reached with the credentials: check spec.apiURL and that the cluster is reachable"
+	return "the cluster could not be reached: check spec.apiURL and that the cluster is reachable from the service"
 }

@@ -217,3 +217,48 @@ func TestResolveMessagesNeverQuoteTheUserInformationOfTheURL(t *testing.T) {
 		t.Errorf("Resolve = %v; want an error that does not quote the password", err)
 	}
 }
+
+// The check connects as Argo CD will, which gets only what the cluster Secret carries: TLS
+// is skipped only with spec.allowInsecureSkipTLSVerify, and a proxy is refused.
+func TestResolveAppliesArgoCDsTLSAndProxyRule(t *testing.T) {
+	withCluster := func(extra string) []byte {
+		kc := string(resolveKubeconfig(resolveAPIURL, "    token: "+resolveToken))
+		return []byte(strings.Replace(kc, "    tls-server-name: api.internal\n", "    tls-server-name: api.internal\n"+extra, 1))
+	}
+	tests := []struct {
+		name         string
+		kubeconfig   []byte
+		allow        bool
+		wantInsecure bool
+		problem      string
+	}{
+		{name: "the kubeconfig's insecure-skip-tls-verify alone verifies TLS",
+			kubeconfig: withCluster("    insecure-skip-tls-verify: true\n")},
+		{name: "spec.allowInsecureSkipTLSVerify skips it", kubeconfig: withCluster(""), allow: true, wantInsecure: true},
+		{name: "a proxy-url", kubeconfig: withCluster("    proxy-url: http://proxy.internal:3128\n"),
+			problem: "the kubeconfig's cluster sets proxy-url, which the service cannot pass on to Argo CD: remove it; the cluster must be reachable directly"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			env := &v1.GitOpsDeploymentManagedEnvironment{Spec: v1.GitOpsDeploymentManagedEnvironmentSpec{
+				APIURL: resolveAPIURL, AllowInsecureSkipTLSVerify: tt.allow, Namespaces: []string{"team-a"}}}
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, Type: v1.ManagedEnvironmentSecretType,
+				Data: map[string][]byte{"kubeconfig": tt.kubeconfig}}
+			conn, err := Resolve(env, secret)
+			if tt.problem != "" {
+				e := outcome.As(err)
+				g.Expect(e).NotTo(BeNil())
+				g.Expect(e.Reason).To(Equal(string(v1.ManagedEnvironmentReasonUnableToCreateClient)))
+				g.Expect(e.Message).To(Equal(tt.problem))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(conn.Config.Insecure).To(Equal(tt.wantInsecure))
+			g.Expect(conn.Config.Proxy).To(BeNil())
+			if !tt.wantInsecure {
+				g.Expect(conn.Config.CAData).To(Equal([]byte("ca-data")))
+			}
+		})
+	}
+}

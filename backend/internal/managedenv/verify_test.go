@@ -51,15 +51,17 @@ func TestVerifyErr(t *testing.T) {
 			message: "the cluster's TLS certificate is signed by an unknown authority: add its CA to the kubeconfig, or set spec.allowInsecureSkipTLSVerify"},
 		{name: "a certificate for another name", err: &url.Error{Op: "Get", URL: "https://x", Err: x509.HostnameError{Host: "x"}}, kind: outcome.User,
 			message: "the cluster's TLS certificate could not be verified: check the kubeconfig's CA, or set spec.allowInsecureSkipTLSVerify"},
+		// Refused, timed out or failing: one message, so that a tenant cannot tell a closed
+		// port of the service's network from a filtered one.
 		{name: "refused", err: refused, timeout: 10 * time.Second, kind: outcome.Transient, retrying: true,
-			message: "the cluster could not be reached with the credentials: check spec.apiURL and that the cluster is reachable; retrying"},
+			message: "the cluster at https://api.example.com:6443 could not be reached: check spec.apiURL and that the cluster is reachable from the service; retrying"},
 		{name: "a server error", err: apierrors.NewInternalError(errors.New("etcd down")), kind: outcome.Transient, retrying: true,
-			message: "the cluster could not be reached with the credentials: check spec.apiURL and that the cluster is reachable; retrying"},
+			message: "the cluster at https://api.example.com:6443 could not be reached: check spec.apiURL and that the cluster is reachable from the service; retrying"},
 		{name: "a timeout", err: fmt.Errorf("listing: %w", context.DeadlineExceeded), timeout: 10 * time.Second, kind: outcome.Transient, retrying: true,
-			message: "the cluster at https://api.example.com:6443 did not answer within 10s: check spec.apiURL and that the cluster is reachable; retrying"},
+			message: "the cluster at https://api.example.com:6443 could not be reached: check spec.apiURL and that the cluster is reachable from the service; retrying"},
 		{name: "a dial timeout", err: &url.Error{Op: "Get", URL: "https://x", Err: &net.OpError{Op: "dial", Err: timeoutErr{}}}, timeout: 3 * time.Second,
 			kind: outcome.Transient, retrying: true,
-			message: "the cluster at https://api.example.com:6443 did not answer within 3s: check spec.apiURL and that the cluster is reachable; retrying"},
+			message: "the cluster at https://api.example.com:6443 could not be reached: check spec.apiURL and that the cluster is reachable from the service; retrying"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -119,9 +120,11 @@ func Verify(ctx context.Context, repository string, creds *Credentials, caBundle
 	}
 	_, err = listContext(lctx, remote, opts)
 	switch {
-	case err != nil && ctx.Err() == nil && (lctx.Err() != nil || isNetTimeout(err)):
+	case err != nil && ctx.Err() == nil && (lctx.Err() != nil || isNetTimeout(err) || isUnreachable(err)):
+		// One message whether refused, filtered or unknown, so that the condition does not
+		// tell a tenant probing the service's network a closed port from a filtered one.
 		return problem(v1.RepositoryCredentialReasonInvalidRepositoryUrl,
-			"the Git server of repository %s did not answer within %s: check spec.repository and that the server is reachable", u.Redacted(), timeout)
+			"the Git server of repository %s could not be reached: check spec.repository and that the server is reachable from the service", u.Redacted())
 	case err == nil, errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
@@ -142,6 +145,16 @@ func Verify(ctx context.Context, repository string, creds *Credentials, caBundle
 func isNetTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// isUnreachable reports whether err is a failure to reach the server at all: no address,
+// a refused or reset connection.
+func isUnreachable(err error) bool {
+	var (
+		op  *net.OpError
+		dns *net.DNSError
+	)
+	return errors.As(err, &op) || errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // isSSHAuthFailure reports whether the SSH handshake failed on authentication, which

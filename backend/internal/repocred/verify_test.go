@@ -68,8 +68,10 @@ func TestVerifyHTTPS(t *testing.T) {
 		// Without the server's CA the TLS handshake fails: the URL's condition, with the cause.
 		{name: "an untrusted certificate", repository: srv.URL + "/repo.git", creds: good,
 			reason: v1.RepositoryCredentialReasonInvalidRepositoryUrl, message: "repository " + srv.URL + "/repo.git could not be reached: "},
+		// Refused and filtered read alike (see TestVerifyStalledServerTimesOut).
 		{name: "nobody listening", repository: "https://" + closedAddr + "/repo.git", creds: good, caBundle: caBundle,
-			reason: v1.RepositoryCredentialReasonInvalidRepositoryUrl, message: "repository https://" + closedAddr + "/repo.git could not be reached: "},
+			reason: v1.RepositoryCredentialReasonInvalidRepositoryUrl,
+			message: "the Git server of repository https://" + closedAddr + "/repo.git could not be reached: check spec.repository and that the server is reachable from the service"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,7 +160,7 @@ func TestVerifyCancelledIsNotATimeout(t *testing.T) {
 	err = Verify(ctx, "https://"+ln.Addr().String()+"/repo.git", &Credentials{Username: []byte("u"), Password: []byte("p")}, nil, 5*time.Second)
 	g.Expect(err).To(HaveOccurred())
 	if e := outcome.As(err); e != nil {
-		g.Expect(e.Message).NotTo(ContainSubstring("did not answer within"))
+		g.Expect(e.Message).NotTo(ContainSubstring("reachable from the service"), "a cancelled check is not the server's fault")
 	}
 }
 
@@ -171,7 +173,7 @@ func TestVerifyStalledServerTimesOut(t *testing.T) {
 	g.Expect(e).NotTo(BeNil())
 	g.Expect(e.Reason).To(Equal(v1.RepositoryCredentialReasonInvalidRepositoryUrl))
 	g.Expect(e.Message).To(Equal("the Git server of repository " + repository +
-		" did not answer within 1s: check spec.repository and that the server is reachable"))
+		" could not be reached: check spec.repository and that the server is reachable from the service"))
 }
 
 // A server that streams its reference advertisement without end is cut off once the check

@@ -185,7 +185,11 @@ func ClusterFromCredentials(envID, tenantID string, creds *db.ClusterCredentials
 		default:
 			return argocd.Cluster{}, "the managed environment's kubeconfig: " + err.Error()
 		}
-		cluster.CAData = kc.CAData
+		// TLS as the backend's check verified it: the CA and server name of the kubeconfig,
+		// unless spec.allowInsecureSkipTLSVerify skips verification.
+		if !cluster.Insecure {
+			cluster.CAData, cluster.ServerName = kc.CAData, kc.ServerName
+		}
 		switch {
 		case cluster.BearerToken != "":
 		case kc.BearerToken != "":

@@ -49,8 +49,16 @@ func TestClusterFromCredentials(t *testing.T) {
 		wantUser  string
 		wantPass  string
 		wantCA    string
-		problem   string
+		// insecure is spec.allowInsecureSkipTLSVerify; wantServerName the certificate's name.
+		insecure       bool
+		wantServerName string
+		problem        string
 	}{
+		// TLS as the backend's check verified it.
+		{name: "allowInsecureSkipTLSVerify: no CA to verify with", wantToken: "admin-token", insecure: true,
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfigDoc(t, nil)}},
+		{name: "the kubeconfig's tls-server-name", wantToken: "admin-token", wantCA: "target-ca", wantServerName: "api.internal",
+			creds: db.ClusterCredentials{Host: apiURL, Kubeconfig: kubeconfigDoc(t, func(c *clientcmdapi.Config) { c.Clusters["target"].TLSServerName = "api.internal" })}},
 		{name: "stored bearer token wins", wantToken: "sa-token", wantCA: "target-ca",
 			creds: db.ClusterCredentials{Host: apiURL, BearerToken: "sa-token", Kubeconfig: kubeconfigDoc(t, nil)}},
 		{name: "bearer token without kubeconfig", wantToken: "sa-token",
@@ -88,7 +96,7 @@ func TestClusterFromCredentials(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			tt.creds.Namespaces = []string{"a", "b"}
-			tt.creds.AllowInsecureSkipTLSVerify = true
+			tt.creds.AllowInsecureSkipTLSVerify = tt.insecure
 			cluster, problem := ClusterFromCredentials("env-1", "tenant-1", &tt.creds)
 			g.Expect(problem).To(Equal(tt.problem))
 			g.Expect(problem).NotTo(ContainSubstring("secret-value"))
@@ -104,7 +112,8 @@ func TestClusterFromCredentials(t *testing.T) {
 			g.Expect(cluster.Username).To(Equal(tt.wantUser))
 			g.Expect(cluster.Password).To(Equal(tt.wantPass))
 			g.Expect(string(cluster.CAData)).To(Equal(tt.wantCA))
-			g.Expect(cluster.Insecure).To(BeTrue())
+			g.Expect(cluster.Insecure).To(Equal(tt.insecure))
+			g.Expect(cluster.ServerName).To(Equal(tt.wantServerName))
 			g.Expect(cluster.Namespaces).To(Equal([]string{"a", "b"}))
 		})
 	}
