@@ -403,8 +403,8 @@ func (w *world) consistent(ctx context.Context, g Gomega, s *stack.Stack) {
 
 	secrets := &corev1.SecretList{}
 	g.Expect(c.List(ctx, secrets, client.InNamespace(stack.EngineNamespace),
-		client.MatchingLabels{argocd.LabelSecretType: argocd.SecretTypeCluster})).To(Succeed())
-	g.Expect(secrets.Items).To(HaveLen(len(w.envs)), "cluster Secrets")
+		client.MatchingLabels{argocd.LabelSecretType: argocd.SecretTypeCluster}, client.HasLabels{argocd.LabelManagedEnvironmentID})).To(Succeed())
+	g.Expect(secrets.Items).To(HaveLen(len(w.envs)), "cluster Secrets of managed environments")
 	count := func(query string) int {
 		var n int
 		g.Expect(conn.QueryRow(ctx, query).Scan(&n)).To(Succeed(), query)
