@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"regexp"
@@ -174,17 +173,4 @@ func Open(ctx context.Context, cfg Config) (*bun.DB, error) {
 		return nil, fmt.Errorf("connecting to the database: %w", err)
 	}
 	return bdb, nil
-}
-
-// ReadyCheck is a /readyz check that fails while the database does not answer a ping
-// within two seconds. The error names the cause, never the connection string.
-func ReadyCheck(d *bun.DB) func(*http.Request) error {
-	return func(req *http.Request) error {
-		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
-		defer cancel()
-		if err := d.PingContext(ctx); err != nil {
-			return fmt.Errorf("database unreachable: %w", err)
-		}
-		return nil
-	}
 }

@@ -302,12 +302,11 @@ func (o *Options) setupControllers(ctx context.Context, mgr ctrl.Manager, databa
 	if err := mgr.Add(listener); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("database", db.ReadyCheck(database)); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("notifications", listener.ReadyCheck); err != nil {
-		return err
-	}
+	// Readiness says whether this pod can serve what its Service sends it: admission reviews
+	// and the Git webhook receiver, neither of which needs PostgreSQL. A database away for a
+	// failover must not take the backend out of its Service, or every write of a
+	// GitOpsDeployment (failurePolicy Fail) would be refused meanwhile; reconciles retry on
+	// their own, and the outage shows in the logs, the reconcile errors and their alerts.
 	leading := func() bool {
 		select {
 		case <-mgr.Elected():

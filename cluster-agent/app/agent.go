@@ -148,9 +148,8 @@ func (o *Options) Setup(ctx context.Context, mgr manager.Manager, log logr.Logge
 	if err := dbmetrics.Register(ctrlmetrics.Registry, bdb); err != nil {
 		return fmt.Errorf("registering the database pool metrics: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("database", db.ReadyCheck(bdb)); err != nil {
-		return err
-	}
+	// Not ready without the database would only take the metrics endpoint out of its
+	// Service during a failover, when they matter most: readiness does not include it.
 	id, err := SetupWithDB(ctx, mgr, bdb, *o)
 	if err != nil {
 		return err

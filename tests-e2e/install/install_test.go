@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -98,7 +100,7 @@ func TestInstallGuide(t *testing.T) {
 		}
 	})
 
-	t.Run("a backend that cannot reach PostgreSQL is not ready, and ready again when it can", func(t *testing.T) {
+	t.Run("while PostgreSQL is away, the backends stay in their Service: every write is admitted, and deploys once it is back", func(t *testing.T) {
 		g := NewWithT(t)
 		backendReady := func() (ready int, err error) {
 			var pods corev1.PodList
@@ -116,9 +118,34 @@ func TestInstallGuide(t *testing.T) {
 		}
 		g.Expect(backendReady()).To(Equal(2))
 		g.Expect(database.Stop()).To(Succeed())
-		g.Eventually(backendReady).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeZero(), "backends ready without their database")
+		// Longer than the readiness probe takes to fail (3 periods of 10 s).
+		g.Consistently(backendReady).WithTimeout(40*time.Second).WithPolling(2*time.Second).Should(Equal(2), "backends left their Service without their database")
+		// 200 writes through admission: 10 deployments, each in a tenant namespace of its own,
+		// and then changes of their labels.
+		const deployments, writes = 10, 200
+		names := make([]client.ObjectKey, deployments)
+		for i := range deployments {
+			names[i] = client.ObjectKey{Namespace: tenantNamespace(t, k8s, fmt.Sprintf("failover-%d", i)), Name: "app"}
+			g.Expect(k8s.Create(ctx, gitOpsDeployment(names[i].Namespace, names[i].Name, repoURL))).To(Succeed(), "a write refused while PostgreSQL is away")
+		}
+		for i := deployments; i < writes; i++ {
+			g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				depl := &v1.GitOpsDeployment{}
+				if err := k8s.Get(ctx, names[i%deployments], depl); err != nil {
+					return err
+				}
+				depl.Labels = map[string]string{"write": strconv.Itoa(i)}
+				return k8s.Update(ctx, depl)
+			})).To(Succeed(), "write %d refused while PostgreSQL is away", i)
+		}
 		g.Expect(database.Start()).To(Succeed())
-		g.Eventually(backendReady).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Equal(2), "backends ready again")
+		for _, key := range names {
+			g.Eventually(func() (v1.SyncStatusCode, error) {
+				depl := &v1.GitOpsDeployment{}
+				err := k8s.Get(ctx, key, depl)
+				return depl.Status.Sync.Status, err
+			}).WithTimeout(4*time.Minute).WithPolling(2*time.Second).Should(Equal(v1.SyncStatusCodeSynced), "%s after the outage", key)
+		}
 	})
 
 	t.Run("a new leader takes over from a deleted one and deployments go on", func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -69,14 +68,8 @@ type Listener struct {
 	listening atomic.Bool
 }
 
-// ReadyCheck fails while the listener has no connection listening: a replica that would
-// miss notifications is not ready (a /readyz check).
-func (l *Listener) ReadyCheck(*http.Request) error {
-	if !l.listening.Load() {
-		return errors.New("not listening for database notifications")
-	}
-	return nil
-}
+// Listening says whether the listener has a connection listening.
+func (l *Listener) Listening() bool { return l.listening.Load() }
 
 // NeedLeaderElection is false: every replica needs the notifications.
 func (l *Listener) NeedLeaderElection() bool { return false }

@@ -183,7 +183,7 @@ func TestListenerIsReadyOnlyWhileListening(t *testing.T) {
 	// A reconnection that waits long enough to be seen.
 	l := &notify.Listener{Config: listenCfg, Channels: []string{notify.OperationChanged},
 		Handler: func(context.Context, string, string) {}, MinBackoff: 2 * time.Second, MaxBackoff: 2 * time.Second}
-	g.Expect(l.ReadyCheck(nil)).To(MatchError(ContainSubstring("not listening")), "before it starts")
+	g.Expect(l.Listening()).To(BeFalse(), "before it starts")
 	done := make(chan error, 1)
 	go func() { done <- l.Start(ctx) }()
 	defer func() {
@@ -195,12 +195,12 @@ func TestListenerIsReadyOnlyWhileListening(t *testing.T) {
 
 	bdb := dbtest.Open(t, cfg)
 	waitListening(t, bdb, appName)
-	g.Eventually(func() error { return l.ReadyCheck(nil) }, 5*time.Second, 10*time.Millisecond).Should(Succeed())
+	g.Eventually(l.Listening, 5*time.Second, 10*time.Millisecond).Should(BeTrue())
 
 	_, err := bdb.NewRaw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?", appName).Exec(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(func() error { return l.ReadyCheck(nil) }, 5*time.Second, 10*time.Millisecond).Should(HaveOccurred(), "while it reconnects")
-	g.Eventually(func() error { return l.ReadyCheck(nil) }, 10*time.Second, 10*time.Millisecond).Should(Succeed(), "once it listens again")
+	g.Eventually(l.Listening, 5*time.Second, 10*time.Millisecond).Should(BeFalse(), "while it reconnects")
+	g.Eventually(l.Listening, 10*time.Second, 10*time.Millisecond).Should(BeTrue(), "once it listens again")
 }
 
 // The cluster-agent's state writes publish their notification in the same statement: one
