@@ -31,6 +31,25 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// repeated reads b over and over.
+type repeated struct {
+	b   []byte
+	pos int
+}
+
+func (r *repeated) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.b[r.pos:])
+		n += c
+		r.pos = (r.pos + c) % len(r.b)
+	}
+	return n, nil
+}
+
+// pkt is s as a Git pkt-line.
+func pkt(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
+
 // TestReceiverFlood: 200 unsigned 5 MiB requests at once to made-up namespaces and 100 at a
 // victim, from four addresses; meanwhile the victim's signed push is answered 202 within
 // 5 s and refreshes its deployment, and the backend neither restarts nor grows by 256 MiB.

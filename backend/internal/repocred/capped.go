@@ -10,10 +10,11 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
-// MaxAnswerBytes bounds what one check reads from a Git server, TLS included: a reference
-// advertisement of tens of thousands of refs fits, a server that streams without end is
-// cut off at it instead of filling the backend's memory until the check's timeout.
-const MaxAnswerBytes = 32 << 20
+// MaxAnswerBytes bounds what one check reads from a Git server, TLS included (the bound of
+// an API server's answers too): a reference advertisement of a hundred thousand refs fits,
+// a server that streams without end is cut off at it instead of filling the backend's
+// memory until the check's timeout.
+const MaxAnswerBytes = 16 << 20
 
 // errAnswerTooLarge ends a read past MaxAnswerBytes.
 var errAnswerTooLarge = fmt.Errorf("the Git server's answer exceeds %d MiB", MaxAnswerBytes>>20)

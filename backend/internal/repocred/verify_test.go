@@ -203,7 +203,7 @@ func TestVerifyEndlessAnswerIsCutOff(t *testing.T) {
 	e := outcome.As(Verify(context.Background(), srv.URL+"/repo.git", &Credentials{}, caBundle, time.Minute))
 	g.Expect(e).NotTo(BeNil())
 	g.Expect(e.Reason).To(Equal(v1.RepositoryCredentialReasonInvalidRepositoryUrl))
-	g.Expect(e.Message).To(ContainSubstring("answer exceeds 32 MiB"))
+	g.Expect(e.Message).To(ContainSubstring("answer exceeds 16 MiB"))
 	g.Expect(time.Since(start)).To(BeNumerically("<", 30*time.Second))
 	g.Eventually(sent.Load).Should(BeNumerically("<", 2*MaxAnswerBytes))
 }
