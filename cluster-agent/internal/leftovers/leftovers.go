@@ -6,8 +6,12 @@
 package leftovers
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -48,6 +52,8 @@ const (
 	tokenLifetime = 10 * time.Minute
 	// destinationTimeout bounds each call to a destination.
 	destinationTimeout = 30 * time.Second
+	// maxDestinations is how many destinations one run handles at once.
+	maxDestinations = 4
 )
 
 // Store is the part of the database the remover uses.
@@ -80,6 +86,8 @@ type Remover struct {
 	ArgoCDServiceAccount string
 	// NewClient connects to a destination (default client.New).
 	NewClient func(*rest.Config) (client.Client, error)
+	// DestinationTimeout bounds each call to a destination (default destinationTimeout).
+	DestinationTimeout time.Duration
 }
 
 // Task runs the remover every Interval, on the leader.
@@ -88,7 +96,11 @@ func (r *Remover) Task() *periodic.Task {
 }
 
 // Run handles the due records, a batch at a time; a record that fails stays for the next
-// run (until GiveUpAfter) and does not stop the others.
+// run (until GiveUpAfter) and does not stop the others. Destinations are handled side by
+// side (at most maxDestinations at once), those on the service's cluster first, and the
+// records of a destination one at a time: a destination that fails, say one that hangs
+// until destinationTimeout, is not tried again in the same run. So a tenant's hung cluster
+// holds up its own records only.
 func (r *Remover) Run(ctx context.Context) error {
 	due, err := r.Store.DueLeftovers(ctx, r.DB, r.Identity.InstanceID, time.Now(), batchSize)
 	if err != nil || len(due) == 0 {
@@ -98,13 +110,40 @@ func (r *Remover) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, maxDestinations)
+	)
+	for _, group := range byDestination(due) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := r.removeAll(ctx, group, live); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// removeAll handles the records of one destination in order, and stops at the first that
+// fails to reach it. It returns only errors of the database.
+func (r *Remover) removeAll(ctx context.Context, records []db.Leftovers, live *liveApplications) error {
 	log := ctrl.LoggerFrom(ctx)
-	for i := range due {
-		l := &due[i]
+	for i := range records {
+		l := &records[i]
 		err := r.remove(ctx, l, live)
 		if err != nil && time.Since(l.RemoveAfter) < GiveUpAfter {
-			log.Error(err, "Removing left-behind resources failed; retrying", "application", l.ApplicationName)
-			continue
+			log.Error(err, "Removing left-behind resources failed; retrying in a later run, with the destination's other records",
+				"application", l.ApplicationName, "destination", l.DestinationName+l.DestinationServer)
+			return nil
 		}
 		if err != nil {
 			log.Error(err, "Giving up removing left-behind resources", "application", l.ApplicationName,
@@ -117,6 +156,37 @@ func (r *Remover) Run(ctx context.Context) error {
 	return nil
 }
 
+// byDestination groups records by destination, keeping their order within each group:
+// the groups on the service's cluster (in-cluster, or a tenant's own entry) come first.
+func byDestination(due []db.Leftovers) [][]db.Leftovers {
+	index := map[string]int{}
+	var groups [][]db.Leftovers
+	for _, l := range due {
+		key := l.DestinationName + "|" + l.DestinationServer
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], l)
+	}
+	onServiceCluster := func(g []db.Leftovers) bool {
+		return g[0].DestinationName == "" && (g[0].DestinationServer == argocd.InClusterServer || argocd.IsTenantServer(g[0].DestinationServer))
+	}
+	slices.SortStableFunc(groups, func(a, b []db.Leftovers) int {
+		switch {
+		case onServiceCluster(a) == onServiceCluster(b):
+			return 0
+		case onServiceCluster(a):
+			return -1
+		default:
+			return 1
+		}
+	})
+	return groups
+}
+
 // remove deletes what of one record may be deleted and reports it in an Event on the
 // destination. A destination whose cluster Secret is gone (its environment was deleted)
 // has nothing to remove.
@@ -127,7 +197,7 @@ func (r *Remover) remove(ctx context.Context, l *db.Leftovers, live *liveApplica
 	cfg, err := r.destination(ctx, l)
 	if err == nil {
 		// A destination that hangs, or answers without end, holds up no other record.
-		cfg = bounded.RESTConfig(cfg, destinationTimeout)
+		cfg = bounded.RESTConfig(cfg, cmp.Or(r.DestinationTimeout, destinationTimeout))
 	}
 	if apierrors.IsNotFound(err) {
 		ctrl.LoggerFrom(ctx).Info("Not removing left-behind resources: their destination is gone",

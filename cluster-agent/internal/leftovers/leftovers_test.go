@@ -349,3 +349,54 @@ func TestRunReachesTheInClusterDestinationAsArgoCD(t *testing.T) {
 	// Without the right to create Events there, the removal is still done; only the Event is missing.
 	g.Expect(f.events()).To(BeEmpty())
 }
+
+// A destination that hangs (a tenant's cluster that accepts connections and never answers)
+// holds up its own records only: another destination's are removed while it hangs, and its
+// second record is not tried in the same run.
+func TestRunGoesOnWhileADestinationHangs(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t)
+	f.r.DestinationTimeout = 3 * time.Second
+	hung := "https://" + testenv.StallingListener(t)
+	f.clusterSecret("managed-env-hung", hung)
+	f.clusterSecret("managed-env-fine", cp.Config.Host+"?managedEnvironment=fine")
+	theirs := f.configMap("gitopsdepl-hung", "theirs", nil)
+	ours := f.configMap("gitopsdepl-fine", "ours", nil)
+	// The hung destination's records are due first.
+	for i, app := range []string{"gitopsdepl-hung", "gitopsdepl-hung-2"} {
+		f.record(&db.Leftovers{ApplicationName: app, DestinationName: "managed-env-hung",
+			RemoveAfter: time.Now().Add(-time.Hour - time.Duration(i)*time.Minute), Resources: []orphans.Resource{theirs}})
+	}
+	f.record(&db.Leftovers{ApplicationName: "gitopsdepl-fine", DestinationName: "managed-env-fine",
+		RemoveAfter: time.Now().Add(-time.Minute), Resources: []orphans.Resource{ours}})
+
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- f.r.Run(f.ctx) }()
+	g.Eventually(func() bool { return f.exists("ours") }, 2*time.Second, 50*time.Millisecond).Should(BeFalse(),
+		"the other destination's leftovers are removed while one hangs")
+	g.Eventually(done, 10*time.Second).Should(Receive(BeNil()))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 6*time.Second), "the hung destination's second record waits for the next run")
+	g.Expect(f.exists("theirs")).To(BeTrue())
+	g.Expect(f.recorded()).To(ConsistOf("gitopsdepl-hung", "gitopsdepl-hung-2"))
+}
+
+func TestByDestinationPutsTheServicesClusterFirst(t *testing.T) {
+	tenant := argocd.TenantServer("https://10.96.0.1:443", "t1")
+	due := []db.Leftovers{
+		{ApplicationName: "a", DestinationName: "managed-env-1"},
+		{ApplicationName: "b", DestinationServer: argocd.InClusterServer},
+		{ApplicationName: "c", DestinationName: "managed-env-1"},
+		{ApplicationName: "d", DestinationServer: tenant},
+		{ApplicationName: "e", DestinationServer: "https://remote:6443?managedEnvironment=2"},
+	}
+	var got [][]string
+	for _, group := range byDestination(due) {
+		var names []string
+		for _, l := range group {
+			names = append(names, l.ApplicationName)
+		}
+		got = append(got, names)
+	}
+	NewWithT(t).Expect(got).To(Equal([][]string{{"b"}, {"d"}, {"a", "c"}, {"e"}}))
+}
