@@ -140,11 +140,18 @@ func TestInstallGuide(t *testing.T) {
 		}
 		g.Expect(database.Start()).To(Succeed())
 		for _, key := range names {
-			g.Eventually(func() (v1.SyncStatusCode, error) {
+			g.Eventually(func() (v1.GitOpsConditionStatus, error) {
 				depl := &v1.GitOpsDeployment{}
-				err := k8s.Get(ctx, key, depl)
-				return depl.Status.Sync.Status, err
-			}).WithTimeout(4*time.Minute).WithPolling(2*time.Second).Should(Equal(v1.SyncStatusCodeSynced), "%s after the outage", key)
+				if err := k8s.Get(ctx, key, depl); err != nil {
+					return "", err
+				}
+				for _, c := range depl.Status.Conditions {
+					if c.Type == v1.GitOpsDeploymentConditionType("Ready") {
+						return c.Status, nil
+					}
+				}
+				return "", nil
+			}).WithTimeout(4*time.Minute).WithPolling(2*time.Second).Should(Equal(v1.GitOpsConditionStatusTrue), "%s Ready after the outage", key)
 		}
 	})
 
