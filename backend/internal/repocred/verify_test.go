@@ -70,7 +70,7 @@ func TestVerifyHTTPS(t *testing.T) {
 			reason: v1.RepositoryCredentialReasonInvalidRepositoryUrl, message: "repository " + srv.URL + "/repo.git could not be reached: "},
 		// Refused and filtered read alike (see TestVerifyStalledServerTimesOut).
 		{name: "nobody listening", repository: "https://" + closedAddr + "/repo.git", creds: good, caBundle: caBundle,
-			reason: v1.RepositoryCredentialReasonInvalidRepositoryUrl,
+			reason:  v1.RepositoryCredentialReasonInvalidRepositoryUrl,
 			message: "the Git server of repository https://" + closedAddr + "/repo.git could not be reached: check spec.repository and that the server is reachable from the service"},
 	}
 	for _, tt := range tests {

@@ -233,7 +233,14 @@ func (p *Projects) ensure(ctx context.Context, tx bun.Tx, tenantID string, gone 
 		}
 	}
 	local, remote := argocd.AppProjects(p.Identity.Namespace, tenantID, localServer, repos, dests)
+	return p.keep(ctx, tx, tenantID, local, remote, needed)
+}
 
+// keep writes each of the tenant's two AppProjects that is needed or has destinations, and
+// deletes the other, with the tenant's own cluster entry going and coming with the local
+// one. It returns the names of those it kept.
+func (p *Projects) keep(ctx context.Context, tx bun.Tx, tenantID string, local, remote *argov1alpha1.AppProject,
+	needed map[string]bool) ([]string, error) {
 	var kept []string
 	for _, project := range []*argov1alpha1.AppProject{local, remote} {
 		if !needed[project.Name] && len(project.Spec.Destinations) == 0 {
