@@ -85,6 +85,9 @@ type Options struct {
 	// ServiceClusterInterval is how often the service cluster Secret is checked (default
 	// credsecret.DefaultServiceClusterInterval).
 	ServiceClusterInterval time.Duration
+	// TenantRenewInterval is how often the tenants' cluster Secrets are renewed and
+	// restored (default that of package tenantcluster).
+	TenantRenewInterval time.Duration
 }
 
 // BindFlags registers the agent's flags.
@@ -283,5 +286,5 @@ func tenantClusters(mgr manager.Manager, opts Options, id *engine.Identity) (*te
 	}
 	id.TenantAPIURL = argocd.NormalizeAPIURL(cfg.Host)
 	return &tenantcluster.TenantClusters{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Service: service,
-		Identity: *id, TLS: tls, ClusterRole: opts.TenantClusterRole}, nil
+		Identity: *id, TLS: tls, ClusterRole: opts.TenantClusterRole, Interval: opts.TenantRenewInterval}, nil
 }

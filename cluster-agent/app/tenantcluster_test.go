@@ -33,6 +33,7 @@ func TestTenantsDeployAsTheirOwnDeployer(t *testing.T) {
 	e := startAgent(t, true, func(o *agent.Options) {
 		o.TenantClusterRole = role.Name
 		o.SweepInterval = time.Second
+		o.TenantRenewInterval = time.Second
 	})
 	g := e.g()
 	tenant := e.tenant()
@@ -70,6 +71,13 @@ func TestTenantsDeployAsTheirOwnDeployer(t *testing.T) {
 	g.Expect(deployer.Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "allowed", Namespace: tenant.NamespaceName}})).To(Succeed())
 	g.Expect(apierrors.IsForbidden(deployer.Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: e.ns}}))).To(BeTrue())
 	g.Expect(apierrors.IsForbidden(deployer.Create(e.ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "more", Namespace: tenant.NamespaceName}}))).To(BeTrue())
+
+	// The tenant's Secret deleted by hand is written again, with a new token.
+	g.Expect(e.c.Delete(e.ctx, sec)).To(Succeed())
+	g.Eventually(func() error {
+		_, err := e.secret(argocd.TenantClusterSecretName(tenant.ID))
+		return err
+	}, timeout, interval).Should(Succeed())
 
 	// An Application written before the tenant had its own entry (by an older agent) keeps
 	// its project's admission, and the sweep has it written through the tenant's entry.

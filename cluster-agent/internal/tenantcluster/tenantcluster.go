@@ -7,6 +7,7 @@
 package tenantcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,11 +66,20 @@ type TenantClusters struct {
 	// TokenLifetime is the lifetime asked for a token (default DefaultTokenLifetime);
 	// the API server may grant less.
 	TokenLifetime time.Duration
+	// Interval is how often tokens due for renewal, and Secrets deleted by hand, are looked
+	// for (default tenantRenewInterval).
+	Interval time.Duration
 
 	mu sync.Mutex
-	// renewAt is, per tenant id, when the token this process last saw for it is due for
-	// renewal: until then, Ensure costs no API request.
-	renewAt map[string]time.Time
+	// known is, per tenant id, the namespace and the renewal time of the token this process
+	// last saw for it: until then, Ensure costs no API request.
+	known map[string]known
+}
+
+// known is what the process remembers of a tenant's cluster Secret.
+type known struct {
+	namespace string
+	renewAt   time.Time
 }
 
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create
@@ -81,7 +91,7 @@ type TenantClusters struct {
 // creating the deployer in namespace (the tenant's) when it is missing.
 func (t *TenantClusters) Ensure(ctx context.Context, tenantID, namespace string) error {
 	now := time.Now()
-	if due, ok := t.due(tenantID); ok && now.Before(due) {
+	if k, ok := t.recall(tenantID); ok && k.namespace == namespace && now.Before(k.renewAt) {
 		return nil
 	}
 	have := &corev1.Secret{}
@@ -90,7 +100,7 @@ func (t *TenantClusters) Ensure(ctx context.Context, tenantID, namespace string)
 		return wrapAPI(err, "reading the cluster Secret of tenant %s", tenantID)
 	}
 	if err == nil && t.current(have, tenantID, namespace) && now.Before(argocd.TokenRenewAfter(have)) {
-		t.remember(tenantID, argocd.TokenRenewAfter(have))
+		t.remember(tenantID, namespace, argocd.TokenRenewAfter(have))
 		return nil
 	}
 	return t.renew(ctx, tenantID, namespace)
@@ -100,7 +110,7 @@ func (t *TenantClusters) Ensure(ctx context.Context, tenantID, namespace string)
 // another engine instance the tenant moved to may be using it.
 func (t *TenantClusters) Remove(ctx context.Context, tenantID string) error {
 	t.mu.Lock()
-	delete(t.renewAt, tenantID)
+	delete(t.known, tenantID)
 	t.mu.Unlock()
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Identity.Namespace, Name: argocd.TenantClusterSecretName(tenantID)}}
 	if err := t.Client.Delete(ctx, sec); client.IgnoreNotFound(err) != nil {
@@ -111,24 +121,37 @@ func (t *TenantClusters) Remove(ctx context.Context, tenantID string) error {
 
 // Task renews the tokens due for renewal, on the leader.
 func (t *TenantClusters) Task() *periodic.Task {
-	return &periodic.Task{Name: "tenant-cluster-tokens", Interval: tenantRenewInterval, Run: t.RenewDue}
+	return &periodic.Task{Name: "tenant-cluster-tokens", Interval: cmp.Or(t.Interval, tenantRenewInterval), Run: t.RenewDue}
 }
 
-// RenewDue renews every tenant's token that is due, and deletes the cluster Secret of a
-// tenant whose namespace is gone.
+// RenewDue renews every tenant's token that is due, writes again the cluster Secret of a
+// tenant this process served that is gone (deleted by hand), and deletes the cluster
+// Secret of a tenant whose namespace is gone.
 func (t *TenantClusters) RenewDue(ctx context.Context) error {
 	list := &corev1.SecretList{}
 	if err := t.Reader.List(ctx, list, client.InNamespace(t.Identity.Namespace), client.HasLabels{argocd.LabelTenantCluster}); err != nil {
 		return wrapAPI(err, "listing the tenants' cluster Secrets")
 	}
 	now := time.Now()
-	var errs []error
+	listed := map[string]bool{}
+	due := map[string]string{} // tenant id → its namespace
 	for i := range list.Items {
 		sec := &list.Items[i]
-		if now.Before(argocd.TokenRenewAfter(sec)) && sec.Annotations[annotationRole] == t.clusterRole() {
-			continue
+		tenantID := sec.Labels[argocd.LabelTenantCluster]
+		listed[tenantID] = true
+		if !now.Before(argocd.TokenRenewAfter(sec)) || sec.Annotations[annotationRole] != t.clusterRole() {
+			due[tenantID] = string(sec.Data["namespaces"])
 		}
-		tenantID, namespace := sec.Labels[argocd.LabelTenantCluster], string(sec.Data["namespaces"])
+	}
+	t.mu.Lock()
+	for tenantID, k := range t.known {
+		if !listed[tenantID] {
+			due[tenantID] = k.namespace
+		}
+	}
+	t.mu.Unlock()
+	var errs []error
+	for tenantID, namespace := range due {
 		err := t.renew(ctx, tenantID, namespace)
 		if apierrors.IsNotFound(err) {
 			err = t.Remove(ctx, tenantID)
@@ -172,7 +195,7 @@ func (t *TenantClusters) renew(ctx context.Context, tenantID, namespace string) 
 	if err := ssa.Apply(ctx, t.Client, want); err != nil {
 		return wrapAPI(err, "applying Secret %s", want.Name)
 	}
-	t.remember(tenantID, renewAfter)
+	t.remember(tenantID, namespace, renewAfter)
 	return nil
 }
 
@@ -210,20 +233,20 @@ func (t *TenantClusters) ensureDeployer(ctx context.Context, namespace string) e
 	return nil
 }
 
-func (t *TenantClusters) due(tenantID string) (time.Time, bool) {
+func (t *TenantClusters) recall(tenantID string) (known, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	due, ok := t.renewAt[tenantID]
-	return due, ok
+	k, ok := t.known[tenantID]
+	return k, ok
 }
 
-func (t *TenantClusters) remember(tenantID string, due time.Time) {
+func (t *TenantClusters) remember(tenantID, namespace string, renewAt time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.renewAt == nil {
-		t.renewAt = map[string]time.Time{}
+	if t.known == nil {
+		t.known = map[string]known{}
 	}
-	t.renewAt[tenantID] = due
+	t.known[tenantID] = known{namespace: namespace, renewAt: renewAt}
 }
 
 func (t *TenantClusters) clusterRole() string {
