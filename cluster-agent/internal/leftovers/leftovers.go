@@ -8,13 +8,12 @@ package leftovers
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
+	"golang.org/x/sync/errgroup"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,27 +109,13 @@ func (r *Remover) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, maxDestinations)
-	)
+	// Within this run: the run returns once every destination is done.
+	var g errgroup.Group
+	g.SetLimit(maxDestinations)
 	for _, group := range byDestination(due) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if err := r.removeAll(ctx, group, live); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
+		g.Go(func() error { return r.removeAll(ctx, group, live) })
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
 
 // removeAll handles the records of one destination in order, and stops at the first that
